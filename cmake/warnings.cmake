@@ -1,0 +1,7 @@
+# Warnings for our own targets only; dependencies come in as SYSTEM includes.
+add_library(airlock_warnings INTERFACE)
+target_compile_options(airlock_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion
+  -Wnon-virtual-dtor -Wold-style-cast -Wimplicit-fallthrough -Werror
+  # GCC 12 misreads Asio's coroutine frame allocator as a new/delete mismatch.
+  $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>)

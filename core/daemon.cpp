@@ -1,0 +1,213 @@
+#include "core/daemon.hpp"
+
+#include "core/deadline.hpp"
+#include "core/decision_log.hpp"
+#include "core/spawn.hpp"
+#include "dns/resolver.hpp"
+#include "dns/server.hpp"
+#include "policy/config.hpp"
+#include "policy/snapshot.hpp"
+#include "policy/store.hpp"
+#include "proxy/connection.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdio>
+#include <list>
+
+namespace airlock::core {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using asio::ip::udp;
+
+policy::config_result load(const daemon_options& o) {
+  return o.config_path ? policy::load_config_file(*o.config_path) : policy::load_default_config();
+}
+
+void print_errors(const std::vector<policy::config_error>& errors) {
+  for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
+}
+
+// Everything the running daemon owns, destroyed in reverse order of declaration: the
+// event loop last, so coroutines cut short at shutdown still log through `log`.
+struct running {
+  std::unique_ptr<decision_log> log;
+  asio::io_context io{1};
+  std::unique_ptr<policy::store> policies;
+  std::unique_ptr<dns::resolver> resolver;
+  std::unique_ptr<dns::query_context> dns_ctx;
+  std::unique_ptr<proxy::proxy_context> proxy_ctx;
+  std::list<udp::socket> dns_sockets;
+  std::list<tcp::acceptor> acceptors;
+  std::size_t active_connections = 0;
+  bool stopping = false;
+};
+
+template <typename Socket, typename Endpoint>
+bool bind_socket(Socket& s, const Endpoint& ep, std::string_view what) {
+  boost::system::error_code ec;
+  s.open(ep.protocol(), ec);
+  if (!ec) s.set_option(asio::socket_base::reuse_address(true), ec);
+  // [::] and 0.0.0.0 may both be listed; each takes its own family only.
+  if (!ec && ep.address().is_v6()) s.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) s.bind(ep, ec);
+  if (ec) {
+    std::fprintf(stderr, "airlock: cannot listen for %.*s on %s: %s\n", static_cast<int>(what.size()), what.data(),
+                 (ep.address().to_string() + ":" + std::to_string(ep.port())).c_str(), ec.message().c_str());
+    return false;
+  }
+  return true;
+}
+
+// Counts the connection while it lives, so shutdown can wait for the open ones.
+asio::awaitable<void> serve_connection(running& r, tcp::socket socket) {
+  struct count {
+    running& r;
+    explicit count(running& rr) : r(rr) { ++r.active_connections; }
+    ~count() { --r.active_connections; }
+  } guard(r);
+  co_await proxy::handle_connection(std::move(socket), *r.proxy_ctx);
+}
+
+asio::awaitable<void> accept_loop(running& r, tcp::acceptor& acceptor) {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(nothrow);
+    if (r.stopping || ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      // EMFILE and friends: pause instead of spinning on a listener that cannot accept.
+      asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(nothrow);
+      continue;
+    }
+    spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket)), [](const char* what) {
+      std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
+    });
+  }
+}
+
+asio::awaitable<void> drain_then_stop(running& r) {
+  // Listeners are closed; give open connections a moment to finish, then stop. Those
+  // still open are cut, and each still logs its line as its coroutine is destroyed.
+  asio::steady_timer tick(r.io);
+  for (int i = 0; i < 50 && r.active_connections > 0; ++i) {
+    tick.expires_after(std::chrono::milliseconds(100));
+    co_await tick.async_wait(nothrow);
+  }
+  r.io.stop();
+}
+
+void reload(running& r, const daemon_options& options) {
+  if (!options.config_path) {
+    std::fprintf(stderr, "airlock: SIGHUP: embedded default policy in use; nothing to reload\n");
+  } else if (auto cfg = load(options); !cfg.has_value()) {
+    std::fprintf(stderr, "airlock: reload failed; keeping policy %s:\n", r.policies->current()->version().c_str());
+    print_errors(cfg.error());
+  } else {
+    auto next = policy::snapshot::compile(*cfg);
+    std::fprintf(stderr, "airlock: reloaded policy %s (%zu rules); listener changes need a restart\n",
+                 next->version().c_str(), next->rule_count());
+    r.policies->publish(std::move(next));
+  }
+  r.log->reopen();
+}
+
+asio::awaitable<void> handle_signals(running& r, const daemon_options& options) {
+  asio::signal_set signals(r.io, SIGINT, SIGTERM, SIGHUP);
+  for (;;) {
+    auto [ec, signo] = co_await signals.async_wait(nothrow);
+    if (ec) co_return;
+    if (signo == SIGHUP) {
+      reload(r, options);
+      continue;
+    }
+    if (r.stopping) {
+      r.io.stop();  // a second signal: stop now
+      co_return;
+    }
+    std::fprintf(stderr, "airlock: shutting down (%zu open connections)\n", r.active_connections);
+    r.stopping = true;
+    boost::system::error_code ignored;
+    for (auto& a : r.acceptors) a.close(ignored);
+    for (auto& s : r.dns_sockets) s.close(ignored);
+    co_spawn(r.io, drain_then_stop(r), [](std::exception_ptr) {});
+  }
+}
+
+}  // namespace
+
+int run_daemon(const daemon_options& options) {
+  auto cfg = load(options);
+  if (!cfg.has_value()) {
+    print_errors(cfg.error());
+    return 2;
+  }
+  running r;
+  const std::string log_path = options.decisions_log.value_or(cfg->decisions_log);
+  if (log_path != "-") {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(log_path).parent_path(), ec);
+  }
+  auto log = decision_log::open(log_path);
+  if (!log.has_value()) {
+    std::fprintf(stderr, "airlock: %s\n", log.error().c_str());
+    return 1;
+  }
+  r.log = std::move(*log);
+  r.policies = std::make_unique<policy::store>(policy::snapshot::compile(*cfg));
+
+  auto resolver = dns::resolver::create(r.io.get_executor(), {cfg->upstream_dns});
+  if (!resolver.has_value()) {
+    std::fprintf(stderr, "airlock: %s\n", resolver.error().c_str());
+    return 1;
+  }
+  r.resolver = std::move(*resolver);
+  r.dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*r.policies, *r.resolver, *r.log});
+  r.proxy_ctx = std::make_unique<proxy::proxy_context>(proxy::proxy_context{*r.policies, *r.resolver, *r.log, {}});
+
+  for (const auto& ep : cfg->listen.dns) {
+    auto& s = r.dns_sockets.emplace_back(r.io);
+    if (!bind_socket(s, udp::endpoint(ep.address, ep.port), "dns")) return 1;
+  }
+  for (const auto& ep : cfg->listen.proxy) {
+    auto& a = r.acceptors.emplace_back(r.io);
+    if (!bind_socket(a, tcp::endpoint(ep.address, ep.port), "proxy")) return 1;
+    boost::system::error_code ec;
+    a.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      std::fprintf(stderr, "airlock: listen on %s: %s\n", ep.to_string().c_str(), ec.message().c_str());
+      return 1;
+    }
+  }
+
+  auto report = [](const char* where) {
+    return [where](std::exception_ptr e) {
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        std::fprintf(stderr, "airlock: %s stopped: %s\n", where, ex.what());
+      }
+    };
+  };
+  for (auto& s : r.dns_sockets) co_spawn(r.io, dns::serve_udp(s, *r.dns_ctx), report("dns listener"));
+  for (auto& a : r.acceptors) co_spawn(r.io, accept_loop(r, a), report("proxy listener"));
+  co_spawn(r.io, handle_signals(r, options), report("signal handler"));
+
+  const auto snap = r.policies->current();
+  std::string where;
+  for (const auto& ep : cfg->listen.proxy) where += " proxy=" + ep.to_string();
+  for (const auto& ep : cfg->listen.dns) where += " dns=" + ep.to_string();
+  std::fprintf(stderr, "airlock: ready:%s policy=%s (%s, %zu rules) log=%s\n", where.c_str(), snap->version().c_str(),
+               cfg->file.c_str(), snap->rule_count(), log_path.c_str());
+  r.io.run();
+  return 0;
+}
+
+}  // namespace airlock::core

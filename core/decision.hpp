@@ -1,0 +1,57 @@
+#pragma once
+// One decision, as the log contract has it (../shared/design/ARCHITECTURE.md, "Decision
+// log"). Filled in as a connection or query goes; rendered once, as one JSON line.
+#include "policy/reason.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::core {
+
+enum class event_kind : std::uint8_t { dns, connect, http, session };
+
+struct decision_record {
+  std::chrono::system_clock::time_point ts = std::chrono::system_clock::now();
+  event_kind event = event_kind::connect;
+  std::string session;
+  std::string client;    // ip:port
+  std::string name;      // qname, SNI or Host
+  std::string dst;       // the client's original destination
+  std::string upstream;  // where airlock connected
+  std::string proto;     // dns, tls, http, tcp, connect
+  policy::verdict verdict = policy::verdict::deny;
+  policy::reason reason = policy::reason::internal_error;
+  std::string rule = "default";
+  std::uint64_t conn = 0;
+  std::string policy;          // the policy that decided
+  std::string policy_version;  // its snapshot's content hash
+  // dns only
+  std::string qtype;
+  std::string rcode;
+  std::vector<std::string> answers;
+  // connections, on close
+  std::optional<std::uint64_t> bytes_up;
+  std::optional<std::uint64_t> bytes_down;
+  std::optional<std::uint64_t> duration_ms;
+  // free-form facts worth keeping, e.g. "ech" when the ClientHello carried ECH
+  std::vector<std::string> notes;
+};
+
+// The record as one JSON object and a newline. Every contract field is present (null
+// when it does not apply) so readers never guess; bytes outside printable ASCII are
+// escaped, so a hostile SNI cannot break the line or the encoding.
+std::string render_json_line(const decision_record& r);
+
+// Where decisions go. The daemon's decision_log implements it; tests collect records.
+class decision_sink {
+ public:
+  virtual ~decision_sink() = default;
+  virtual void emit(const decision_record& r) noexcept = 0;
+};
+
+std::string_view to_string(event_kind e) noexcept;
+
+}  // namespace airlock::core

@@ -1,0 +1,61 @@
+#pragma once
+// The decision log writer: JSON Lines on its own thread behind a bounded queue, so the
+// data path never waits on the disk. When the queue is full or the disk refuses a write,
+// lines are counted, never silently lost: a `log_dropped` line reports them as soon as
+// the sink accepts again.
+#include "core/decision.hpp"
+
+#include <boost/system/result.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace airlock::core {
+
+class decision_log final : public decision_sink {
+ public:
+  static constexpr std::size_t default_capacity = 65536;
+
+  // Opens `path` for appending ("-" is stdout) and starts the writer thread.
+  static boost::system::result<std::unique_ptr<decision_log>, std::string> open(const std::string& path,
+                                                                               std::size_t capacity = default_capacity);
+  ~decision_log() override;  // writes what is queued, then stops
+
+  void emit(const decision_record& r) noexcept override;
+  // Queues one rendered line; never blocks.
+  void write(std::string line) noexcept;
+  // Reopens the file on the writer thread (log rotation on SIGHUP).
+  void reopen() noexcept;
+  // Blocks until everything queued so far is written (tests, shutdown).
+  void flush() noexcept;
+
+  std::uint64_t dropped_total() const noexcept;
+
+ private:
+  decision_log(std::string path, int fd, std::size_t capacity);
+  void run();
+  bool write_all(const std::string& data) noexcept;
+
+  const std::string path_;
+  int fd_;
+  const std::size_t capacity_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable drained_;
+  std::deque<std::string> queue_;
+  std::uint64_t dropped_pending_ = 0;  // not yet reported by a log_dropped line
+  std::uint64_t dropped_total_ = 0;
+  std::uint64_t enqueued_ = 0;
+  std::uint64_t written_ = 0;  // lines taken off the queue and handled
+  bool reopen_requested_ = false;
+  bool stopping_ = false;
+  std::thread writer_;
+};
+
+}  // namespace airlock::core

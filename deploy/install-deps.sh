@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages that airlock's build, tests and demo use.
+# Safe to run again. Services that the packages would start (unbound, nginx) are kept
+# stopped: the tests and the demo start their own instances inside namespaces.
+set -euo pipefail
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps.sh: run as root (it calls apt-get)" >&2
+  exit 1
+fi
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config
+  libboost1.81-dev libboost-json1.81-dev
+  libssl-dev libc-ares-dev libre2-dev libyaml-cpp-dev prometheus-cpp-dev libidn2-dev
+  doctest-dev
+  # fuzz targets (clang's libFuzzer)
+  clang-14 libfuzzer-14-dev
+  # the launcher and the gateway rules
+  nftables libnftables-dev iproute2 bubblewrap
+  # test peers: real DNS server, real origin, real clients
+  unbound nginx-light curl bind9-dnsutils openssl python3 procps
+)
+
+export DEBIAN_FRONTEND=noninteractive
+# Keep maintainer scripts from starting unbound/nginx on the host.
+policy_rc=/usr/sbin/policy-rc.d
+created_policy_rc=0
+if [[ ! -e $policy_rc ]]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy_rc"
+  chmod 755 "$policy_rc"
+  created_policy_rc=1
+fi
+cleanup() { if [[ $created_policy_rc == 1 ]]; then rm -f "$policy_rc"; fi; }
+trap cleanup EXIT
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "install-deps.sh: all ${#packages[@]} packages present"

@@ -1,0 +1,186 @@
+#include "dns/query.hpp"
+
+#include "dns/wire.hpp"
+#include "policy/special_addresses.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace airlock::dns {
+namespace {
+
+using policy::reason;
+using policy::verdict;
+
+// RFC 8914 extended DNS error codes.
+constexpr std::uint16_t ede_blocked = 15;
+
+std::string qtype_name(std::uint16_t t) {
+  switch (t) {
+    case wire::type::a: return "A";
+    case wire::type::ns: return "NS";
+    case wire::type::cname: return "CNAME";
+    case wire::type::soa: return "SOA";
+    case wire::type::ptr: return "PTR";
+    case wire::type::mx: return "MX";
+    case wire::type::txt: return "TXT";
+    case wire::type::aaaa: return "AAAA";
+    case wire::type::srv: return "SRV";
+    case wire::type::svcb: return "SVCB";
+    case wire::type::https: return "HTTPS";
+    case wire::type::any: return "ANY";
+    default: return "TYPE" + std::to_string(t);
+  }
+}
+
+std::string rcode_name(std::uint8_t rc) {
+  switch (rc) {
+    case 0: return "NOERROR";
+    case 1: return "FORMERR";
+    case 2: return "SERVFAIL";
+    case 3: return "NXDOMAIN";
+    case 4: return "NOTIMP";
+    case 5: return "REFUSED";
+    default: return "RCODE" + std::to_string(rc);
+  }
+}
+
+std::optional<boost::asio::ip::address> address_of(const wire::record& rr) {
+  if (rr.rclass != wire::class_in) return std::nullopt;
+  if (rr.rtype == wire::type::a && rr.rdata.size() == 4) {
+    boost::asio::ip::address_v4::bytes_type b;
+    std::memcpy(b.data(), rr.rdata.data(), 4);
+    return boost::asio::ip::address_v4(b);
+  }
+  if (rr.rtype == wire::type::aaaa && rr.rdata.size() == 16) {
+    boost::asio::ip::address_v6::bytes_type b;
+    std::memcpy(b.data(), rr.rdata.data(), 16);
+    return boost::asio::ip::address_v6(b);
+  }
+  return std::nullopt;
+}
+
+// Emits the record exactly once, whichever way the query ends.
+struct emit_once {
+  core::decision_sink& sink;
+  core::decision_record& record;
+  ~emit_once() { sink.emit(record); }
+};
+
+// A reply for a packet whose question did not parse: FORMERR when at least the header
+// is readable and it claims to be a query, silence otherwise (never answer a response).
+std::optional<std::string> formerr_for(std::span<const std::byte> packet) {
+  auto hdr = wire::parse_header(packet);
+  if (!hdr.has_value() || hdr->qr()) return std::nullopt;
+  return wire::build_error(*hdr, wire::rcode::formerr);
+}
+
+}  // namespace
+
+boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx,
+                                                                std::span<const std::byte> packet,
+                                                                const boost::asio::ip::address& client_address,
+                                                                std::uint16_t client_port, bool over_udp) {
+  core::decision_record rec;
+  rec.event = core::event_kind::dns;
+  rec.proto = "dns";
+  rec.client = (client_address.is_v6() ? "[" + client_address.to_string() + "]" : client_address.to_string()) + ":" +
+               std::to_string(client_port);
+  emit_once guard{ctx.log, rec};
+  const auto snap = ctx.policies.current();
+  rec.policy_version = snap->version();
+
+  auto parsed = wire::parse_query(packet);
+  if (!parsed.has_value()) {
+    rec.reason = reason::dns_malformed;
+    auto reply = formerr_for(packet);
+    rec.rcode = reply ? "FORMERR" : "";
+    co_return reply;
+  }
+  const wire::query& q = *parsed;
+  rec.name = q.q.qname.to_text();
+  rec.qtype = qtype_name(q.q.qtype);
+
+  auto refuse = [&](wire::rcode rc, reason why, std::uint16_t ede) {
+    rec.verdict = verdict::deny;
+    rec.reason = why;
+    rec.rcode = rcode_name(static_cast<std::uint8_t>(rc));
+    return wire::build_error(q, rc, std::pair<std::uint16_t, std::string>{ede, "airlock: " + std::string(policy::to_string(why))});
+  };
+
+  const auto session = snap->session_for(client_address);
+  if (!session) co_return refuse(wire::rcode::refused, reason::no_session, ede_blocked);
+  rec.session = std::string(session->id);
+  rec.policy = session->policy->name();
+
+  // ANY is an amplification and enumeration tool; no client airlock serves needs it.
+  if (q.q.qclass != wire::class_in || q.q.qtype == wire::type::any)
+    co_return refuse(wire::rcode::refused, reason::dns_type_refused, ede_blocked);
+
+  auto name = policy::domain_name::parse(rec.name);
+  if (!name.has_value()) co_return refuse(wire::rcode::nxdomain, reason::invalid_name, ede_blocked);
+
+  const auto d = session->policy->decide(*name, policy::any_port);
+  rec.verdict = d.verdict;
+  rec.reason = d.reason;
+  rec.rule = std::string(d.rule);
+  if (d.verdict == verdict::deny) {
+    // Denied names never leave airlock: no upstream query, so nothing to exfiltrate through.
+    co_return refuse(wire::rcode::nxdomain, d.reason, ede_blocked);
+  }
+
+  auto raw = co_await ctx.upstream.query(name->str(), q.q.qtype);
+  if (!raw.has_value()) {
+    rec.reason = reason::resolve_failed;
+    rec.notes.push_back("upstream_" + std::string(to_string(raw.error())));
+    rec.rcode = "SERVFAIL";
+    co_return wire::build_error(q, wire::rcode::servfail);
+  }
+  auto upstream = wire::parse_message(std::as_bytes(std::span(raw->data(), raw->size())));
+  if (!upstream.has_value()) {
+    rec.reason = reason::resolve_failed;
+    rec.notes.push_back("upstream_bad_answer");
+    rec.rcode = "SERVFAIL";
+    co_return wire::build_error(q, wire::rcode::servfail);
+  }
+
+  wire::message reply;
+  reply.hdr.id = q.hdr.id;
+  // QR, opcode 0, RD as asked, RA, the upstream's RCODE.
+  reply.hdr.flags = static_cast<std::uint16_t>(0x8080 | (q.hdr.flags & 0x0100) | upstream->hdr.rcode_bits());
+  reply.questions.push_back(q.q);  // the client's own casing (0x20 clients check it)
+  std::size_t removed = 0;
+  for (auto& rr : upstream->answers) {
+    if (auto a = address_of(rr)) {
+      // DNS rebinding: an allowed name must not hand out an internal address, unless a
+      // cidr rule allows exactly that.
+      if (policy::is_special(policy::classify(*a)) && !session->policy->cidr_allowance(*a, policy::any_port)) {
+        ++removed;
+        continue;
+      }
+      rec.answers.push_back(a->to_string());
+    }
+    if (rr.owner.equals_ignore_case(q.q.qname)) rr.owner = q.q.qname;
+    reply.answers.push_back(std::move(rr));
+  }
+  reply.authority = std::move(upstream->authority);
+  if (q.opt) {
+    wire::edns opt;
+    opt.udp_size = 1232;
+    reply.opt = opt;
+  }
+  std::size_t limit = 65535;
+  if (over_udp) limit = q.opt ? std::max<std::size_t>(512, q.opt->udp_size) : 512;
+  rec.rcode = rcode_name(upstream->hdr.rcode_bits());
+  if (removed > 0) {
+    rec.notes.push_back("stripped_" + std::to_string(removed) + "_special_addresses");
+    if (rec.answers.empty()) {
+      // NOERROR with no data: the name exists, there is just nothing here to reach.
+      rec.verdict = verdict::deny;
+      rec.reason = reason::private_address;
+    }
+  }
+  co_return wire::build(reply, limit);
+}
+
+}  // namespace airlock::dns

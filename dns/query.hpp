@@ -1,0 +1,31 @@
+#pragma once
+// One DNS query, top to bottom: parse, find the session, decide, resolve upstream,
+// filter the answer, reply under the client's own id, log exactly one decision.
+#include "core/decision.hpp"
+#include "dns/resolver.hpp"
+#include "policy/store.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/address.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace airlock::dns {
+
+struct query_context {
+  policy::store& policies;
+  resolver& upstream;
+  core::decision_sink& log;
+};
+
+// The reply to send, or nullopt to stay silent (input too broken to answer).
+// `max_reply` is the transport's ceiling: the client's EDNS size over UDP, 65535 over TCP.
+boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx,
+                                                                std::span<const std::byte> packet,
+                                                                const boost::asio::ip::address& client_address,
+                                                                std::uint16_t client_port, bool over_udp);
+
+}  // namespace airlock::dns

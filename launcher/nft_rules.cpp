@@ -1,0 +1,60 @@
+#include "launcher/nft_rules.hpp"
+
+#include <algorithm>
+
+namespace airlock::launcher {
+namespace {
+
+bool safe_name(const std::string& s, std::size_t max) {
+  return !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
+  });
+}
+
+}  // namespace
+
+boost::system::result<std::string, std::string> render(const gateway_rules& g) {
+  // result<string, string> cannot guess which side a string is: say it.
+  auto refuse = [](std::string message) {
+    return boost::system::result<std::string, std::string>(boost::system::in_place_error, std::move(message));
+  };
+  if (!safe_name(g.iface, 15)) return refuse("interface name '" + g.iface + "': expected 1-15 of [A-Za-z0-9_.-]");
+  std::string table = g.table;
+  if (table.empty()) {
+    table = "airlock_" + g.iface;
+    std::replace_if(table.begin(), table.end(), [](char c) { return c == '-' || c == '.'; }, '_');
+  }
+  if (!safe_name(table, 64)) return refuse("table name '" + table + "': expected 1-64 of [A-Za-z0-9_.-]");
+  if (g.proxy_port == 0 || g.dns_port == 0 || g.proxy_port == g.dns_port)
+    return refuse("proxy and DNS ports must be distinct and non-zero");
+
+  const std::string in = "iifname \"" + g.iface + "\"";
+  const std::string proxy = std::to_string(g.proxy_port);
+  const std::string dns = std::to_string(g.dns_port);
+  // The sandbox's only way out is airlock's two sockets: DNS goes to the DNS server,
+  // every other TCP connection to the proxy, and nothing else is accepted or forwarded.
+  // `ct status dnat` admits only redirected packets, so a sandbox cannot address the
+  // gateway's own ports (admin, control, ssh) even by aiming at the proxy's port.
+  return boost::system::result<std::string, std::string>(boost::system::in_place_value, "table inet " + table + " {\n" +
+         "  chain prerouting {\n"
+         "    type nat hook prerouting priority dstnat; policy accept;\n"
+         "    " + in + " udp dport 53 redirect to :" + dns + "\n" +
+         "    " + in + " tcp dport 53 redirect to :" + dns + "\n" +
+         "    " + in + " meta l4proto tcp redirect to :" + proxy + "\n" +
+         "  }\n"
+         "  chain input {\n"
+         "    type filter hook input priority filter; policy accept;\n"
+         "    " + in + " ct status dnat tcp dport " + proxy + " accept\n" +
+         "    " + in + " ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
+         "    " + in + " counter drop\n" +
+         "  }\n"
+         "  chain forward {\n"
+         "    type filter hook forward priority filter; policy accept;\n"
+         "    " + in + " counter drop\n" +
+         "    oifname \"" + g.iface + "\" counter drop\n" +
+         "  }\n"
+         "}\n");
+}
+
+}  // namespace airlock::launcher

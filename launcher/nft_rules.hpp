@@ -1,0 +1,23 @@
+#pragma once
+// The gateway's nftables table for one sandbox interface, as text for `nft -f -`
+// (applied in one transaction, so never half-installed). Pure: unit-tested on its text,
+// used by `airlock nft-rules`, the demo and the end-to-end tests, and by the launcher.
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace airlock::launcher {
+
+struct gateway_rules {
+  std::string iface;         // gateway-side interface of the sandbox's veth
+  std::uint16_t proxy_port = 15001;
+  std::uint16_t dns_port = 15053;
+  std::string table;         // default: airlock_<iface>
+};
+
+// The ruleset, or a message naming the bad field (interface or table names outside
+// [A-Za-z0-9_.-] could smuggle nft syntax, so they are refused, not quoted).
+boost::system::result<std::string, std::string> render(const gateway_rules& g);
+
+}  // namespace airlock::launcher

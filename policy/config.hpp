@@ -1,0 +1,84 @@
+#pragma once
+// The configuration as written (YAML version 1), validated but not yet compiled.
+// ../shared/design/ARCHITECTURE.md "Config" is the contract this mirrors.
+#include "policy/cidr.hpp"
+
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::policy {
+
+// Where something was written: 1-based line and column, as editors count.
+struct source_mark {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string to_string() const;  // "FILE:LINE" (what decisions name as their rule)
+};
+
+struct rule_config {
+  enum class kind : std::uint8_t { host, wildcard, cidr };
+  kind type = kind::host;
+  std::string pattern;  // canonical name; for a wildcard the suffix without "*."; for cidr its text
+  std::optional<policy::cidr> network;  // for kind::cidr
+  std::vector<std::uint16_t> ports;     // sorted; empty = every port (deny rules' default)
+  source_mark mark;
+};
+
+enum class policy_mode : std::uint8_t { enforce, audit };
+
+struct policy_config {
+  std::string name;
+  policy_mode mode = policy_mode::enforce;
+  std::vector<rule_config> allow;
+  std::vector<rule_config> deny;
+  source_mark mark;
+};
+
+struct session_config {
+  std::string id;  // from `id:`, or the source prefix as written
+  policy::cidr source;
+  std::string policy;
+  source_mark mark;
+};
+
+struct listen_config {
+  std::vector<endpoint_config> proxy;
+  std::vector<endpoint_config> dns;
+};
+
+struct config {
+  std::string file;  // the label errors and rules name: a path, or "<embedded default>"
+  listen_config listen;
+  std::vector<endpoint_config> upstream_dns;  // empty: the nameservers of /etc/resolv.conf
+  std::string decisions_log;                  // "-" is stdout
+  std::vector<policy_config> policies;
+  std::vector<session_config> sessions;
+  std::optional<std::string> default_policy;  // for sources no session covers; none = deny
+};
+
+struct config_error {
+  source_mark mark;
+  std::string message;
+  std::string to_string() const;  // "FILE:LINE:COL: message"
+};
+
+using config_result = boost::system::result<config, std::vector<config_error>>;
+
+// Loads and validates YAML text; `file` is the label used in errors and rule marks.
+config_result load_config_text(std::string_view text, const std::string& file);
+// Reads `path` and loads it.
+config_result load_config_file(const std::filesystem::path& path);
+// The policy compiled into the binary (deploy/default-policy.yaml).
+config_result load_default_config();
+std::string_view default_config_text() noexcept;
+
+inline constexpr std::string_view default_config_label = "<embedded default>";
+inline constexpr std::string_view default_decisions_log = "/var/log/airlock/decisions.jsonl";
+
+}  // namespace airlock::policy

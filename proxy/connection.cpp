@@ -1,0 +1,199 @@
+#include "proxy/connection.hpp"
+
+#include "core/deadline.hpp"
+#include "dns/lookup.hpp"
+#include "policy/special_addresses.hpp"
+#include "proxy/original_dst.hpp"
+#include "proxy/relay.hpp"
+#include "proxy/sniff.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+
+namespace airlock::proxy {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using core::nothrow;
+using policy::reason;
+using policy::verdict;
+
+std::string text(const tcp::endpoint& ep) {
+  const auto& a = ep.address();
+  return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
+}
+
+// Emits the record once, on every way out of the coroutine (deny, allow, error or
+// cancellation at shutdown), with the duration filled in at that moment.
+struct emit_once {
+  core::decision_sink& sink;
+  core::decision_record& record;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  ~emit_once() {
+    record.duration_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
+    sink.emit(record);
+  }
+};
+
+// A denial in the language of the channel, so the client learns it was refused rather
+// than seeing a hang: a TLS alert, an HTTP 403 with the reason, or a reset.
+asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, const core::decision_record& rec) {
+  boost::system::error_code ignored;
+  if (channel == sniffed::kind::tls) {
+    // Fatal alert access_denied(49) in a TLS 1.2-framed record: every TLS version reads it.
+    static constexpr std::array<unsigned char, 7> alert{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31};
+    co_await asio::async_write(client, asio::buffer(alert), nothrow);
+    client.shutdown(tcp::socket::shutdown_send, ignored);
+  } else if (channel == sniffed::kind::http) {
+    std::string body = "{\"reason\":\"" + std::string(policy::to_string(rec.reason)) + "\",\"rule\":\"" + rec.rule +
+                       "\",\"session\":\"" + rec.session + "\"}\n";
+    std::string response = "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                           "X-Airlock-Reason: " + std::string(policy::to_string(rec.reason)) +
+                           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    co_await asio::async_write(client, asio::buffer(response), nothrow);
+    client.shutdown(tcp::socket::shutdown_send, ignored);
+  } else {
+    // Opaque TCP has no words for "denied": a reset is the honest answer.
+    client.set_option(asio::socket_base::linger(true, 0), ignored);
+  }
+  client.close(ignored);
+}
+
+// Connects to the first address that answers, within one overall deadline.
+asio::awaitable<bool> connect_any(tcp::socket& upstream, const std::vector<asio::ip::address>& addresses,
+                                  std::uint16_t port, std::chrono::steady_clock::duration limit) {
+  std::vector<tcp::endpoint> endpoints;
+  for (const auto& a : addresses) endpoints.emplace_back(a, port);
+  auto attempt = [&]() -> asio::awaitable<bool> {
+    auto [ec, ep] = co_await asio::async_connect(upstream, endpoints, nothrow);
+    co_return !ec;
+  };
+  auto ok = co_await core::with_deadline(attempt(), limit);
+  co_return ok && *ok;
+}
+
+}  // namespace
+
+asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) {
+  core::decision_record rec;
+  rec.event = core::event_kind::connect;
+  rec.conn = ++ctx.next_conn;
+  emit_once guard{ctx.log, rec};
+  const auto snap = ctx.policies.current();
+  rec.policy_version = snap->version();
+
+  boost::system::error_code ec;
+  const auto peer = client.remote_endpoint(ec);
+  if (ec) co_return;  // gone before we looked: nothing reached anyone
+  rec.client = text(peer);
+
+  // 1. Where the client meant to go. Without it there is no port to judge.
+  const auto dst = original_dst(client);
+  if (!dst.has_value()) {
+    rec.reason = reason::internal_error;
+    rec.notes.push_back("no_original_destination");
+    co_await refuse(client, sniffed::kind::unknown, rec);
+    co_return;
+  }
+  rec.dst = text(*dst);
+  const std::uint16_t port = dst->port();
+
+  // 2. Whose traffic this is: decided by where it enters, never by what it says.
+  const auto session = snap->session_for(peer.address());
+  if (!session) {
+    rec.reason = reason::no_session;
+    co_await refuse(client, sniffed::kind::unknown, rec);
+    co_return;
+  }
+  rec.session = std::string(session->id);
+  rec.policy = session->policy->name();
+
+  // 3. What it says: SNI or Host, within the peek deadline.
+  auto first = co_await sniff(client, ctx.settings.peek_limit);
+  rec.proto = first.type == sniffed::kind::tls ? "tls" : first.type == sniffed::kind::http ? "http" : "tcp";
+  if (!first.name.empty()) rec.name = first.name;
+  if (first.ech) rec.notes.push_back("ech_outer_sni");
+  // 4. Decide.
+  std::optional<policy::domain_name> name;
+  policy::decision d;
+  if (first.failure) {
+    d = {verdict::deny, *first.failure, "default"};
+  } else if (first.type == sniffed::kind::http && first.port && *first.port != port) {
+    // Host says one port, the packet another: ambiguous, so refused.
+    d = {verdict::deny, reason::parse_error, "default"};
+    rec.notes.push_back("host_port_mismatch");
+  } else if (!first.name.empty() && !policy::is_ip_literal(first.name)) {
+    auto parsed = policy::domain_name::parse(first.name);
+    if (!parsed.has_value()) {
+      d = {verdict::deny, reason::invalid_name, "default"};
+    } else {
+      name = std::move(*parsed);
+      rec.name = name->str();
+      d = session->policy->decide(*name, port);
+    }
+  } else {
+    // No name at all (or an address written as one): only a cidr rule can allow it.
+    d = session->policy->decide(dst->address(), port);
+  }
+  rec.verdict = d.verdict;
+  rec.reason = d.reason;
+  rec.rule = std::string(d.rule);
+  if (d.verdict == verdict::deny) {
+    co_await refuse(client, first.type, rec);
+    co_return;
+  }
+
+  // 5. Where to connect: airlock's own resolution of the name, never the client's choice.
+  std::vector<asio::ip::address> targets;
+  if (name) {
+    auto resolved = co_await dns::lookup_addresses(ctx.resolver, *name);
+    if (!resolved.has_value() || resolved->empty()) {
+      rec.reason = reason::resolve_failed;
+      if (!resolved.has_value()) rec.notes.push_back("upstream_" + std::string(dns::to_string(resolved.error())));
+      co_await refuse(client, first.type, rec);
+      co_return;
+    }
+    for (const auto& a : *resolved)
+      if (!policy::is_special(policy::classify(a)) || session->policy->cidr_allowance(a, port)) targets.push_back(a);
+    if (targets.empty()) {
+      rec.verdict = session->policy->mode() == policy::policy_mode::audit ? verdict::audit_deny : verdict::deny;
+      rec.reason = reason::private_address;
+      if (rec.verdict == verdict::deny) {
+        co_await refuse(client, first.type, rec);
+        co_return;
+      }
+      targets = *resolved;
+    }
+    if (std::find(targets.begin(), targets.end(), dst->address()) == targets.end() && rec.verdict == verdict::allow)
+      rec.reason = reason::dst_mismatch;  // SNI/Host spoofing reaches only the real host
+  } else {
+    targets.push_back(dst->address());
+  }
+
+  // 6. Connect and relay; the client's first bytes go first.
+  tcp::socket upstream(client.get_executor());
+  if (!co_await connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
+    rec.reason = reason::upstream_unreachable;
+    co_await refuse(client, sniffed::kind::unknown, rec);
+    co_return;
+  }
+  rec.upstream = text(upstream.remote_endpoint(ec));
+  auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(first.bytes), nothrow);
+  std::uint64_t first_bytes = wn;
+  first.bytes = {};  // nothing held once data moves
+  if (wec) {
+    rec.bytes_up = first_bytes;
+    rec.bytes_down = 0;
+    co_return;
+  }
+  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit);
+  rec.bytes_up = first_bytes + totals.up;
+  rec.bytes_down = totals.down;
+  if (totals.idle_timeout) rec.notes.push_back("idle_timeout");
+}
+
+}  // namespace airlock::proxy

@@ -1,0 +1,32 @@
+#pragma once
+// One transparent connection, top to bottom: original destination, session, sniff,
+// decide, connect to airlock's own resolution, relay, log.
+#include "core/decision.hpp"
+#include "dns/resolver.hpp"
+#include "policy/store.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <cstdint>
+
+namespace airlock::proxy {
+
+struct proxy_settings {
+  std::chrono::steady_clock::duration peek_limit = std::chrono::seconds(5);
+  std::chrono::steady_clock::duration connect_limit = std::chrono::seconds(10);
+  std::chrono::steady_clock::duration idle_limit = std::chrono::minutes(10);
+};
+
+struct proxy_context {
+  policy::store& policies;
+  dns::resolver& resolver;
+  core::decision_sink& log;
+  proxy_settings settings;
+  std::uint64_t next_conn = 0;  // one context per io_context: no sharing, no atomics
+};
+
+boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);
+
+}  // namespace airlock::proxy

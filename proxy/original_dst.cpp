@@ -1,0 +1,43 @@
+#include "proxy/original_dst.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace airlock::proxy {
+namespace {
+
+// From <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>; those headers
+// drag in kernel types that clash with glibc's, so the two constants live here.
+constexpr int so_original_dst = 80;
+constexpr int ip6t_so_original_dst = 80;
+
+}  // namespace
+
+boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> original_dst(
+    boost::asio::ip::tcp::socket& socket) noexcept {
+  boost::system::error_code ec;
+  const auto local = socket.local_endpoint(ec);
+  if (ec) return std::error_code(ec.value(), std::generic_category());
+  const int fd = socket.native_handle();
+  if (local.address().is_v4() || local.address().to_v6().is_v4_mapped()) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    if (::getsockopt(fd, SOL_IP, so_original_dst, &sa, &len) != 0)
+      return std::error_code(errno, std::generic_category());
+    boost::asio::ip::address_v4::bytes_type b;
+    std::memcpy(b.data(), &sa.sin_addr, 4);
+    return boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v4(b), ntohs(sa.sin_port));
+  }
+  sockaddr_in6 sa{};
+  socklen_t len = sizeof sa;
+  if (::getsockopt(fd, SOL_IPV6, ip6t_so_original_dst, &sa, &len) != 0)
+    return std::error_code(errno, std::generic_category());
+  boost::asio::ip::address_v6::bytes_type b;
+  std::memcpy(b.data(), &sa.sin6_addr, 16);
+  return boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v6(b), ntohs(sa.sin6_port));
+}
+
+}  // namespace airlock::proxy

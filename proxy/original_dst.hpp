@@ -1,0 +1,14 @@
+#pragma once
+// Where the client meant to go before nft REDIRECT sent it to us (SO_ORIGINAL_DST for
+// IPv4, IP6T_SO_ORIGINAL_DST for IPv6; both read conntrack's original tuple).
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/result.hpp>
+
+#include <system_error>
+
+namespace airlock::proxy {
+
+boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> original_dst(
+    boost::asio::ip::tcp::socket& socket) noexcept;
+
+}  // namespace airlock::proxy

@@ -1,0 +1,83 @@
+#include "proxy/sniff.hpp"
+
+#include "core/deadline.hpp"
+#include "proxy/client_hello.hpp"
+#include "proxy/http_head.hpp"
+
+#include <variant>
+
+namespace airlock::proxy {
+namespace {
+
+namespace asio = boost::asio;
+using policy::reason;
+
+// Above both parsers' caps, so they, not the buffer, say "too large".
+constexpr std::size_t max_first_bytes = http_head::default_max_size + 1024;
+
+sniffed fail(std::vector<std::byte>& bytes, reason why, sniffed::kind as = sniffed::kind::unknown) {
+  sniffed s;
+  s.type = as;
+  s.failure = why;
+  s.bytes = std::move(bytes);
+  return s;
+}
+
+}  // namespace
+
+std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool at_eof) {
+  const auto tls = client_hello::parse(bytes);
+  if (const auto* hello = std::get_if<client_hello::found>(&tls)) {
+    sniffed s;
+    s.type = sniffed::kind::tls;
+    s.name = hello->sni;
+    s.ech = hello->ech;
+    s.bytes = std::move(bytes);
+    return s;
+  }
+  if (const auto* bad = std::get_if<client_hello::failed>(&tls))
+    return fail(bytes, bad->why == client_hello::error::too_large ? reason::too_large : reason::parse_error,
+                sniffed::kind::tls);
+  if (std::holds_alternative<client_hello::need_more>(tls))
+    return at_eof ? std::optional(fail(bytes, reason::truncated, sniffed::kind::tls)) : std::nullopt;
+
+  const auto http = http_head::parse(bytes);
+  if (const auto* req = std::get_if<http_head::request>(&http)) {
+    sniffed s;
+    s.type = sniffed::kind::http;
+    s.name = req->host;
+    s.port = req->port;
+    s.bytes = std::move(bytes);
+    return s;
+  }
+  if (const auto* bad = std::get_if<http_head::failed>(&http))
+    return fail(bytes, bad->why == http_head::error::too_large ? reason::too_large : reason::parse_error,
+                sniffed::kind::http);
+  if (std::holds_alternative<http_head::need_more>(http))
+    return at_eof ? std::optional(fail(bytes, reason::truncated, sniffed::kind::http)) : std::nullopt;
+
+  // Neither TLS nor HTTP: opaque TCP, judged by address alone.
+  sniffed s;
+  s.type = sniffed::kind::opaque;
+  s.bytes = std::move(bytes);
+  return s;
+}
+
+asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit) {
+  std::vector<std::byte> bytes;
+  auto read_until_known = [&]() -> asio::awaitable<sniffed> {
+    std::vector<std::byte> chunk(4096);
+    for (;;) {
+      auto [ec, n] = co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
+      bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
+      if (ec && ec != asio::error::eof) co_return fail(bytes, reason::truncated);
+      if (auto s = classify_first_bytes(bytes, ec == asio::error::eof)) co_return std::move(*s);
+      if (bytes.size() >= max_first_bytes) co_return fail(bytes, reason::too_large);
+    }
+  };
+  auto result = co_await core::with_deadline(read_until_known(), limit);
+  if (result) co_return std::move(*result);
+  co_return fail(bytes, reason::timeout);
+}
+
+}  // namespace airlock::proxy

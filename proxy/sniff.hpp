@@ -1,0 +1,34 @@
+#pragma once
+// Reads the client's first bytes until they name a host: a TLS ClientHello (SNI) or an
+// HTTP/1 request head (Host). Bounded in size and, as a whole, in time: a client that
+// dribbles a byte at a time still meets the same absolute deadline.
+#include "policy/reason.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::proxy {
+
+struct sniffed {
+  enum class kind { tls, http, opaque, unknown };
+  kind type = kind::unknown;         // what the bytes are, as far as they went
+  std::string name;                  // SNI or Host as sent; empty when none
+  std::optional<std::uint16_t> port;  // HTTP: explicit port in Host / absolute-form
+  bool ech = false;                  // TLS: encrypted_client_hello present (name is the outer SNI)
+  std::optional<policy::reason> failure;  // set when no name could be read: deny with it
+  std::vector<std::byte> bytes;      // everything read; forwarded upstream first
+};
+
+boost::asio::awaitable<sniffed> sniff(boost::asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit);
+
+// What a list of first bytes says, without I/O (exposed for tests and fuzzing):
+// nullopt means "need more bytes".
+std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool at_eof);
+
+}  // namespace airlock::proxy

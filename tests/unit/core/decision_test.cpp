@@ -1,0 +1,78 @@
+#include "core/decision.hpp"
+#include "core/decision_log.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace airlock;
+
+TEST_CASE("a connect line has every contract field, null where it does not apply") {
+  core::decision_record r;
+  r.ts = std::chrono::system_clock::time_point(std::chrono::microseconds(1764676800123456));
+  r.event = core::event_kind::connect;
+  r.session = "s1";
+  r.client = "198.51.100.2:40000";
+  r.name = "example.com";
+  r.dst = "203.0.113.66:443";
+  r.upstream = "203.0.113.10:443";
+  r.proto = "tls";
+  r.verdict = policy::verdict::allow;
+  r.reason = policy::reason::dst_mismatch;
+  r.rule = "airlock.yaml:14";
+  r.conn = 7;
+  r.bytes_up = 10;
+  r.bytes_down = 20;
+  r.duration_ms = 3;
+  CHECK(core::render_json_line(r) ==
+        "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"event\":\"connect\",\"session\":\"s1\",\"labels\":{},"
+        "\"client\":\"198.51.100.2:40000\",\"name\":\"example.com\",\"dst\":\"203.0.113.66:443\","
+        "\"upstream\":\"203.0.113.10:443\",\"proto\":\"tls\",\"verdict\":\"allow\",\"reason\":\"dst_mismatch\","
+        "\"rule\":\"airlock.yaml:14\",\"conn\":7,\"policy\":null,\"policy_version\":null,\"bytes_up\":10,"
+        "\"bytes_down\":20,\"duration_ms\":3}\n");
+}
+
+TEST_CASE("hostile bytes in a name cannot break the line or its encoding") {
+  core::decision_record r;
+  r.name = std::string("a\"b\\c\nd\x01\xff", 9);
+  const auto line = core::render_json_line(r);
+  CHECK(line.find("\"name\":\"a\\\"b\\\\c\\nd\\u0001\\u00ff\"") != std::string::npos);
+  CHECK(line.find('\n') == line.size() - 1);
+}
+
+TEST_CASE("dns lines carry qtype, rcode and answers") {
+  core::decision_record r;
+  r.event = core::event_kind::dns;
+  r.qtype = "A";
+  r.rcode = "NOERROR";
+  r.answers = {"203.0.113.10"};
+  const auto line = core::render_json_line(r);
+  CHECK(line.find("\"qtype\":\"A\",\"rcode\":\"NOERROR\",\"answers\":[\"203.0.113.10\"]") != std::string::npos);
+  CHECK(line.find("bytes_up") == std::string::npos);
+}
+
+TEST_CASE("the log writer writes every line, in order, and flushes on destruction") {
+  const auto path = std::filesystem::temp_directory_path() / ("airlock-log-test-" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  {
+    auto log = core::decision_log::open(path.string());
+    REQUIRE(log.has_value());
+    for (int i = 0; i < 1000; ++i) (*log)->write("{\"n\":" + std::to_string(i) + "}\n");
+  }
+  std::ifstream in(path);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) CHECK(line == "{\"n\":" + std::to_string(n++) + "}");
+  CHECK(n == 1000);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("overflow is counted and reported by a log_dropped line, never silent") {
+  auto log = core::decision_log::open("/dev/full", 4);
+  REQUIRE(log.has_value());
+  for (int i = 0; i < 100; ++i) (*log)->write("{}\n");
+  (*log)->flush();
+  CHECK((*log)->dropped_total() == 100);
+}

@@ -1,0 +1,35 @@
+#include "launcher/nft_rules.hpp"
+
+#include <doctest/doctest.h>
+
+using airlock::launcher::gateway_rules;
+using airlock::launcher::render;
+
+TEST_CASE("the gateway table redirects DNS and TCP and drops everything else") {
+  gateway_rules g;
+  g.iface = "al-g0";
+  auto r = render(g);
+  REQUIRE(r.has_value());
+  const std::string& t = *r;
+  CHECK(t.starts_with("table inet airlock_al_g0 {\n"));
+  // DNS before the catch-all TCP redirect, so TCP 53 reaches the DNS server.
+  CHECK(t.find("iifname \"al-g0\" udp dport 53 redirect to :15053") < t.find("meta l4proto tcp redirect to :15001"));
+  CHECK(t.find("iifname \"al-g0\" tcp dport 53 redirect to :15053") < t.find("meta l4proto tcp redirect to :15001"));
+  CHECK(t.find("ct status dnat tcp dport 15001 accept") != std::string::npos);
+  CHECK(t.find("iifname \"al-g0\" counter drop") != std::string::npos);
+  CHECK(t.find("oifname \"al-g0\" counter drop") != std::string::npos);
+}
+
+TEST_CASE("names that could smuggle nft syntax are refused") {
+  gateway_rules g;
+  g.iface = "eth0\" accept #";
+  CHECK_FALSE(render(g).has_value());
+  g.iface = "averyveryverylongname";
+  CHECK_FALSE(render(g).has_value());
+  g.iface = "veth0";
+  g.table = "t; flush ruleset";
+  CHECK_FALSE(render(g).has_value());
+  g.table = "";
+  g.dns_port = g.proxy_port;
+  CHECK_FALSE(render(g).has_value());
+}

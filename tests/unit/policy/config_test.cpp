@@ -1,0 +1,127 @@
+#include "policy/config.hpp"
+#include "policy/snapshot.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace airlock::policy;
+
+namespace {
+
+fs::path data_dir() {
+  const char* d = std::getenv("AIRLOCK_TEST_DATA");
+  REQUIRE_MESSAGE(d != nullptr, "AIRLOCK_TEST_DATA must point at tests/data (ctest sets it)");
+  return fs::path(d) / "policy";
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string joined(const std::vector<config_error>& errors) {
+  std::string out;
+  for (const auto& e : errors) out += e.to_string() + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every bad policy file gives exactly its expected messages") {
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(data_dir() / "bad")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const auto name = entry.path().filename().string();
+    CAPTURE(name);
+    auto expected = entry.path();
+    expected.replace_extension(".expected");
+    REQUIRE_MESSAGE(fs::exists(expected), "each bad file needs its .expected messages");
+    auto r = load_config_text(read(entry.path()), name);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(joined(r.error()) == read(expected));
+    ++checked;
+  }
+  CHECK(checked >= 12);
+}
+
+TEST_CASE("every good policy file loads") {
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(data_dir() / "ok")) {
+    CAPTURE(entry.path().string());
+    auto r = load_config_file(entry.path());
+    CHECK_MESSAGE(r.has_value(), (r.has_value() ? std::string() : joined(r.error())));
+    ++checked;
+  }
+  CHECK(checked >= 1);
+}
+
+TEST_CASE("the embedded default policy loads and denies by default") {
+  auto cfg = load_default_config();
+  REQUIRE_MESSAGE(cfg.has_value(), (cfg.has_value() ? std::string() : joined(cfg.error())));
+  CHECK(cfg->file == default_config_label);
+  auto snap = snapshot::compile(*cfg);
+  auto s = snap->session_for(boost::asio::ip::make_address("198.51.100.2"));
+  REQUIRE(s);
+  auto name = [](const char* n) { return *domain_name::parse(n); };
+  CHECK(s->policy->decide(name("registry.npmjs.org"), 443).verdict == verdict::allow);
+  CHECK(s->policy->decide(name("github.com"), 22).verdict == verdict::allow);
+  CHECK(s->policy->decide(name("gist.github.com"), 443).reason == reason::host_denied);
+  CHECK(s->policy->decide(name("attacker.example"), 443).reason == reason::host_not_allowed);
+  CHECK(s->policy->decide(name("registry.npmjs.org"), 8080).reason == reason::port_not_allowed);
+}
+
+TEST_CASE("a missing file says so with its path") {
+  auto r = load_config_file("/nonexistent/airlock.yaml");
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().front().to_string() ==
+        "/nonexistent/airlock.yaml: cannot open the file (does it exist and is it readable?)");
+}
+
+TEST_CASE("all errors of a file are reported, not just the first") {
+  auto r = load_config_text("version: 1\npolicies:\n  p:\n    mode: enforcing\n    allow:\n      - host: a..b\n",
+                            "f.yaml");
+  REQUIRE_FALSE(r.has_value());
+  CHECK(joined(r.error()) ==
+        "f.yaml:4:11: policies.p.mode: 'enforcing'; expected 'enforce' or 'audit'\n"
+        "f.yaml:6:15: policies.p.allow[0].host: 'a..b': empty label\n");
+}
+
+TEST_CASE("listen, upstream and sessions are read") {
+  auto r = load_config_text(R"(version: 1
+listen:
+  proxy: ["127.0.0.1:15001", "[::1]:15001"]
+  dns: 127.0.0.1:15053
+upstream_dns: [198.51.100.53, "[2001:db8::53]:5353"]
+log:
+  decisions: "-"
+policies:
+  p:
+    allow:
+      - host: example.com
+sessions:
+  - source: 198.51.100.0/24
+    policy: p
+  - id: sandbox-7
+    source: 198.51.100.7/32
+    policy: p
+default_policy: p
+)",
+                            "f.yaml");
+  REQUIRE_MESSAGE(r.has_value(), (r.has_value() ? std::string() : joined(r.error())));
+  CHECK(r->listen.proxy.size() == 2);
+  CHECK(r->listen.proxy[1].to_string() == "[::1]:15001");
+  CHECK(r->listen.dns.at(0).port == 15053);
+  CHECK(r->upstream_dns.at(0).to_string() == "198.51.100.53:53");
+  CHECK(r->upstream_dns.at(1).to_string() == "[2001:db8::53]:5353");
+  CHECK(r->decisions_log == "-");
+  CHECK(r->sessions.at(0).id == "198.51.100.0/24");
+  CHECK(r->sessions.at(1).id == "sandbox-7");
+  CHECK(r->default_policy == "p");
+}

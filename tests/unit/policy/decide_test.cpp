@@ -1,0 +1,139 @@
+#include "policy/snapshot.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace airlock::policy;
+
+namespace {
+
+std::shared_ptr<const snapshot> compile(const char* yaml) {
+  auto cfg = load_config_text(yaml, "t.yaml");
+  if (!cfg.has_value()) {
+    for (const auto& e : cfg.error()) MESSAGE(e.to_string());
+    FAIL("policy did not load");
+  }
+  return snapshot::compile(*cfg);
+}
+
+domain_name name(const char* n) {
+  auto r = domain_name::parse(n);
+  REQUIRE(r.has_value());
+  return *r;
+}
+
+boost::asio::ip::address ip(const char* a) { return boost::asio::ip::make_address(a); }
+
+constexpr const char* policy_yaml = R"(version: 1
+policies:
+  p:
+    allow:
+      - host: github.com
+        ports: [443, 22]
+      - host: "*.github.com"
+        ports: [443]
+      - host: registry.npmjs.org
+      - cidr: 198.51.100.10/32
+        ports: [8080]
+      - cidr: 10.1.0.0/16
+        ports: [5432]
+    deny:
+      - host: gist.github.com
+      - host: "*.internal.github.com"
+      - cidr: 198.51.100.11/32
+  watch:
+    mode: audit
+    allow:
+      - host: example.com
+sessions:
+  - source: 198.51.100.0/24
+    policy: watch
+  - source: 198.51.100.0/25
+    policy: p
+)";
+
+}  // namespace
+
+TEST_CASE("exact names, ports default to 80 and 443") {
+  auto s = compile(policy_yaml);
+  const auto& p = *s->find_policy("p");
+  CHECK(p.decide(name("registry.npmjs.org"), 443).reason == reason::host_allowed);
+  CHECK(p.decide(name("registry.npmjs.org"), 80).reason == reason::host_allowed);
+  CHECK(p.decide(name("registry.npmjs.org"), 8443).reason == reason::port_not_allowed);
+  CHECK(p.decide(name("REGISTRY.npmjs.org."), 443).verdict == verdict::allow);
+  CHECK(p.decide(name("github.com"), 22).rule == "t.yaml:5");
+  CHECK(p.decide(name("github.com"), 80).reason == reason::port_not_allowed);
+}
+
+TEST_CASE("*.suffix is any depth of subdomain, never the apex or a look-alike") {
+  auto s = compile(policy_yaml);
+  const auto& p = *s->find_policy("p");
+  CHECK(p.decide(name("api.github.com"), 443).verdict == verdict::allow);
+  CHECK(p.decide(name("a.b.c.github.com"), 443).verdict == verdict::allow);
+  CHECK(p.decide(name("api.github.com"), 443).rule == "t.yaml:7");
+  CHECK(p.decide(name("api.github.com"), 22).reason == reason::port_not_allowed);
+  CHECK(p.decide(name("evilgithub.com"), 443).reason == reason::host_not_allowed);
+  CHECK(p.decide(name("github.com.evil.test"), 443).reason == reason::host_not_allowed);
+  CHECK(p.decide(name("xgithub.com"), 443).reason == reason::host_not_allowed);
+  CHECK(p.decide(name("com"), 443).reason == reason::host_not_allowed);
+}
+
+TEST_CASE("deny beats allow, on every port unless it lists ports") {
+  auto s = compile(policy_yaml);
+  const auto& p = *s->find_policy("p");
+  CHECK(p.decide(name("gist.github.com"), 443).reason == reason::host_denied);
+  CHECK(p.decide(name("gist.github.com"), 443).rule == "t.yaml:15");
+  CHECK(p.decide(name("x.internal.github.com"), 443).reason == reason::host_denied);
+  CHECK(p.decide(name("internal.github.com"), 443).verdict == verdict::allow);
+  CHECK(p.decide(name("gist.github.com"), any_port).reason == reason::host_denied);
+}
+
+TEST_CASE("DNS asks about any port") {
+  auto s = compile(policy_yaml);
+  const auto& p = *s->find_policy("p");
+  CHECK(p.decide(name("github.com"), any_port).verdict == verdict::allow);
+  CHECK(p.decide(name("evil.test"), any_port).reason == reason::host_not_allowed);
+}
+
+TEST_CASE("addresses without a name: cidr rules, special ranges, no_name") {
+  auto s = compile(policy_yaml);
+  const auto& p = *s->find_policy("p");
+  CHECK(p.decide(ip("198.51.100.10"), 8080).reason == reason::cidr_allowed);
+  CHECK(p.decide(ip("198.51.100.10"), 443).reason == reason::no_name);
+  CHECK(p.decide(ip("198.51.100.11"), 443).reason == reason::host_denied);
+  CHECK(p.decide(ip("203.0.113.9"), 443).reason == reason::no_name);
+  CHECK(p.decide(ip("169.254.169.254"), 80).reason == reason::private_address);
+  CHECK(p.decide(ip("::ffff:127.0.0.1"), 80).reason == reason::private_address);
+  CHECK(p.decide(ip("10.1.2.3"), 5432).reason == reason::cidr_allowed);
+  CHECK(p.decide(ip("10.1.2.3"), 5433).reason == reason::private_address);
+  CHECK(p.cidr_allowance(ip("10.1.2.3"), 5432) != nullptr);
+  CHECK(p.cidr_allowance(ip("10.2.0.1"), 5432) == nullptr);
+}
+
+TEST_CASE("audit mode computes the deny and lets it pass") {
+  auto s = compile(policy_yaml);
+  const auto& w = *s->find_policy("watch");
+  auto d = w.decide(name("attacker.example"), 443);
+  CHECK(d.verdict == verdict::audit_deny);
+  CHECK(d.reason == reason::host_not_allowed);
+  CHECK(d.allowed());
+  CHECK(w.decide(name("example.com"), 443).verdict == verdict::allow);
+}
+
+TEST_CASE("sessions: longest prefix wins; unknown sources have no session without a default") {
+  auto s = compile(policy_yaml);
+  CHECK(s->session_for(ip("198.51.100.5"))->policy->name() == "p");
+  CHECK(s->session_for(ip("198.51.100.200"))->policy->name() == "watch");
+  CHECK(s->session_for(ip("198.51.100.200"))->id == "198.51.100.0/24");
+  CHECK(s->session_for(ip("::ffff:198.51.100.5"))->policy->name() == "p");
+  CHECK_FALSE(s->session_for(ip("203.0.113.1")));
+}
+
+TEST_CASE("the version is a content hash: same content, same version; any change, a new one") {
+  auto a = compile(policy_yaml);
+  auto b = compile(policy_yaml);
+  CHECK(a->version() == b->version());
+  CHECK(a->version().size() == 16);
+  std::string changed = policy_yaml;
+  changed.replace(changed.find("ports: [443, 22]"), 16, "ports: [443, 23]");
+  CHECK(compile(changed.c_str())->version() != a->version());
+}

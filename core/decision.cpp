@@ -93,7 +93,7 @@ std::string render_json_line(const decision_record& r) {
   append_escaped(out, policy::to_string(r.reason));
   string_or_null(out, "rule", r.rule);
   field(out, "conn");
-  out += std::to_string(r.conn);
+  out += r.conn ? std::to_string(r.conn) : "null";  // DNS queries are not connections
   string_or_null(out, "policy", r.policy);
   string_or_null(out, "policy_version", r.policy_version);
   if (r.event == event_kind::dns) {

@@ -162,6 +162,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     if (targets.empty()) {
       rec.verdict = session->policy->mode() == policy::policy_mode::audit ? verdict::audit_deny : verdict::deny;
       rec.reason = reason::private_address;
+      rec.rule = "default";  // the special-address floor decided, not the allow rule
       if (rec.verdict == verdict::deny) {
         co_await refuse(client, first.type, rec);
         co_return;

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Finds decision-log lines that match every KEY=VALUE given.
+
+    decisions.py LOG [--count N] [--wait SECONDS] KEY=VALUE...
+
+VALUE 'null' matches JSON null. Prints the matching lines. Exit 0 when at least one
+line matches (exactly N with --count), 1 otherwise. The log is written asynchronously,
+so it is re-read until --wait seconds pass (default 5)."""
+import json
+import sys
+import time
+
+
+def matches(obj, conditions):
+    for key, want in conditions:
+        have = obj.get(key, "<absent>")
+        if have is None:
+            have = "null"
+        if str(have) != want:
+            return False
+    return True
+
+
+def main():
+    args = sys.argv[1:]
+    path, args = args[0], args[1:]
+    count, wait = None, 5.0
+    conditions = []
+    while args:
+        a = args.pop(0)
+        if a == "--count":
+            count = int(args.pop(0))
+        elif a == "--wait":
+            wait = float(args.pop(0))
+        else:
+            key, _, value = a.partition("=")
+            conditions.append((key, value))
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        try:
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    obj = json.loads(line)  # a line that is not JSON fails the test loudly
+                    if matches(obj, conditions):
+                        found.append(line.rstrip("\n"))
+        except FileNotFoundError:
+            pass
+        ok = len(found) == count if count is not None else len(found) > 0
+        if ok or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    for line in found:
+        print(line)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+# A three-namespace world for end-to-end tests and the demo:
+#
+#   ${P}-sbx 198.51.100.2 --veth-- 198.51.100.1 ${P}-gw 203.0.113.1 --veth-- ${P}-net
+#   sandbox (curl, dig)            airlock + its nft table                 unbound 203.0.113.53
+#   default route via the gateway, no forwarding anywhere                  nginx origin 203.0.113.10
+#                                                                          "attacker" 203.0.113.66
+#
+# Only documentation ranges, only inside namespaces this file creates; nothing is added
+# to the root namespace but /etc/netns/${P}-*/resolv.conf (what `ip netns exec` mounts),
+# and world_down removes all of it. Processes are stopped by the PIDs recorded here.
+#
+# Use: source this file, set WORLD_RECORDS (lines "NAME IP") and WORLD_CERT_NAMES, then
+#   world_up            # namespaces, certificates, unbound, nginx
+#   world_start_airlock [airlock daemon args...]
+#   world_sbx CMD...    # run CMD in the sandbox
+#   world_down          # (also installed as an EXIT trap by world_up)
+
+set -euo pipefail
+
+: "${AIRLOCK:?set AIRLOCK to the airlock binary}"
+P=${P:-al$(printf '%04x' $((RANDOM % 65536)))}
+W=${W:-$(mktemp -d /tmp/airlock-e2e.XXXXXX)}
+SBX=$P-sbx GW=$P-gw NET=$P-net
+SBX_IP=198.51.100.2 GW_SBX_IP=198.51.100.1 GW_NET_IP=203.0.113.1
+DNS_IP=203.0.113.53 ORIGIN_IP=203.0.113.10 ATTACKER_IP=203.0.113.66
+WORLD_RECORDS=${WORLD_RECORDS:-}
+WORLD_CERT_NAMES=${WORLD_CERT_NAMES:-}
+WORLD_PIDS=()
+AIRLOCK_PID=
+
+world_log() { printf '[world] %s\n' "$*" >&2; }
+
+world_down() {
+  local pid
+  for pid in "${WORLD_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${WORLD_PIDS[@]}"; do
+    # Bounded wait, then insist: a test must never leave a server behind.
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  WORLD_PIDS=()
+  for ns in "$SBX" "$GW" "$NET"; do
+    ip netns del "$ns" 2>/dev/null || true
+    rm -rf "/etc/netns/$ns"
+  done
+  if [[ -z ${KEEP_WORLD:-} ]]; then rm -rf "$W"; else world_log "kept $W"; fi
+}
+
+world_certs() {
+  local san="" n
+  for n in $WORLD_CERT_NAMES; do san+="${san:+,}DNS:$n"; done
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=airlock e2e test CA" \
+    -keyout "$W/ca.key" -out "$W/ca.crt" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=origin" \
+    -keyout "$W/origin.key" -out "$W/origin.csr" 2>/dev/null
+  printf 'subjectAltName=%s\n' "$san" >"$W/origin.ext"
+  openssl x509 -req -in "$W/origin.csr" -CA "$W/ca.crt" -CAkey "$W/ca.key" -CAcreateserial -days 2 \
+    -extfile "$W/origin.ext" -out "$W/origin.crt" 2>/dev/null
+}
+
+world_unbound() {
+  {
+    printf 'server:\n  interface: %s\n  port: 53\n  access-control: 0.0.0.0/0 allow\n' "$DNS_IP"
+    printf '  do-daemonize: no\n  username: ""\n  chroot: ""\n  directory: "%s"\n  pidfile: ""\n' "$W"
+    printf '  use-syslog: no\n  logfile: "%s/unbound.log"\n  log-queries: yes\n  verbosity: 1\n' "$W"
+    printf '  do-ip6: no\n  module-config: "iterator"\n'
+    local name ip
+    while read -r name ip; do
+      [[ -n $name ]] || continue
+      printf '  local-zone: "%s." static\n  local-data: "%s. 60 IN A %s"\n' "$name" "$name" "$ip"
+    done <<<"$WORLD_RECORDS"
+    printf 'remote-control:\n  control-enable: no\n'
+  } >"$W/unbound.conf"
+  ip netns exec "$NET" unbound -d -c "$W/unbound.conf" 2>>"$W/unbound.stderr" &
+  WORLD_PIDS+=($!)
+}
+
+world_nginx() {
+  mkdir -p "$W/nginx"
+  cat >"$W/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+user root;
+pid $W/nginx.pid;
+error_log $W/nginx-error.log;
+events { worker_connections 256; }
+http {
+  client_body_temp_path $W/nginx/body;
+  proxy_temp_path $W/nginx/proxy;
+  fastcgi_temp_path $W/nginx/fastcgi;
+  uwsgi_temp_path $W/nginx/uwsgi;
+  scgi_temp_path $W/nginx/scgi;
+  default_type text/plain;
+  ssl_certificate $W/origin.crt;
+  ssl_certificate_key $W/origin.key;
+  server {
+    listen $ORIGIN_IP:80;
+    listen $ORIGIN_IP:443 ssl;
+    access_log $W/origin-access.log;
+    location / { return 200 "origin says hello to \$host\n"; }
+  }
+  server {
+    listen $ATTACKER_IP:80;
+    listen $ATTACKER_IP:443 ssl;
+    access_log $W/attacker-access.log;
+    location / { return 200 "attacker got it\n"; }
+  }
+}
+CONF
+  : >"$W/origin-access.log"
+  : >"$W/attacker-access.log"
+  ip netns exec "$NET" nginx -e "$W/nginx-error.log" -c "$W/nginx.conf" &
+  WORLD_PIDS+=($!)
+}
+
+# Waits (bounded) until something listens on PROTO ADDR:PORT inside namespace NS.
+world_wait_listen() {
+  local ns=$1 proto=$2 port=$3
+  for _ in $(seq 100); do
+    if ip netns exec "$ns" ss -lnH "-$proto" "sport = :$port" | grep -q .; then return 0; fi
+    sleep 0.05
+  done
+  world_log "nothing listens on $proto port $port in $ns"
+  return 1
+}
+
+world_up() {
+  trap world_down EXIT
+  trap 'exit 130' INT TERM
+  world_log "namespaces $SBX, $GW, $NET; work dir $W"
+  for ns in "$SBX" "$GW" "$NET"; do
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+  done
+  ip link add "$P-s0" netns "$SBX" type veth peer name "$P-g0" netns "$GW"
+  ip link add "$P-g1" netns "$GW" type veth peer name "$P-n0" netns "$NET"
+  # The sandbox gets IPv4 only: IPv6 is off there, so it can never bypass the IPv4 rules.
+  ip netns exec "$SBX" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+  ip -n "$SBX" addr add "$SBX_IP/24" dev "$P-s0"
+  ip -n "$SBX" link set "$P-s0" up
+  ip -n "$SBX" route add default via "$GW_SBX_IP"
+  ip -n "$GW" addr add "$GW_SBX_IP/24" dev "$P-g0"
+  ip -n "$GW" addr add "$GW_NET_IP/24" dev "$P-g1"
+  ip -n "$GW" link set "$P-g0" up
+  ip -n "$GW" link set "$P-g1" up
+  ip netns exec "$GW" sysctl -qw net.ipv4.ip_forward=0
+  for a in "$DNS_IP" "$ORIGIN_IP" "$ATTACKER_IP"; do ip -n "$NET" addr add "$a/24" dev "$P-n0"; done
+  ip -n "$NET" link set "$P-n0" up
+  mkdir -p "/etc/netns/$SBX" "/etc/netns/$GW"
+  echo "nameserver $GW_SBX_IP" >"/etc/netns/$SBX/resolv.conf"
+  echo "nameserver $DNS_IP" >"/etc/netns/$GW/resolv.conf"
+  "$AIRLOCK" nft-rules --iface "$P-g0" | ip netns exec "$GW" nft -f -
+  world_certs
+  world_unbound
+  world_nginx
+  world_wait_listen "$NET" u 53
+  world_wait_listen "$NET" t 443
+}
+
+# Starts airlock in the gateway namespace; its stderr goes to $W/airlock.stderr.
+world_start_airlock() {
+  ip netns exec "$GW" "$AIRLOCK" daemon "$@" 2>"$W/airlock.stderr" &
+  AIRLOCK_PID=$!
+  WORLD_PIDS+=("$AIRLOCK_PID")
+  for _ in $(seq 200); do
+    grep -q 'airlock: ready' "$W/airlock.stderr" 2>/dev/null && return 0
+    kill -0 "$AIRLOCK_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  world_log "airlock did not start:"
+  cat "$W/airlock.stderr" >&2
+  return 1
+}
+
+world_sbx() { ip netns exec "$SBX" "$@"; }

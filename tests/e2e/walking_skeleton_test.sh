@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# End to end, thinly: a sandbox namespace whose only way out is airlock, a real DNS
+# server (unbound, query log on) and a real nginx origin with certificates made here.
+# Asserts the allowed paths work, the denied ones fail, spoofing reaches nothing, denied
+# names never reach the upstream, and each attempt has its decision line.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
+if [[ $(id -u) -ne 0 ]]; then echo "needs root (network namespaces)"; exit 77; fi
+for tool in unbound nginx curl dig nft ip openssl python3; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }
+done
+
+WORLD_RECORDS="allowed.airlock.test 203.0.113.10
+denied.airlock.test 203.0.113.66
+private.airlock.test 10.0.0.5"
+WORLD_CERT_NAMES="allowed.airlock.test denied.airlock.test"
+source "$here/lib/world.sh"
+world_up
+
+cat >"$W/airlock.yaml" <<YAML
+version: 1
+listen:
+  proxy: 0.0.0.0:15001
+  dns: 0.0.0.0:15053
+upstream_dns: [$DNS_IP]
+log:
+  decisions: $W/decisions.jsonl
+policies:
+  sandbox:
+    allow:
+      - host: allowed.airlock.test
+      - host: private.airlock.test
+sessions:
+  - id: e2e-sandbox
+    source: 198.51.100.0/24
+    policy: sandbox
+YAML
+world_start_airlock -c "$W/airlock.yaml"
+
+passed=0 failed=0
+pass() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
+fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
+# expect "description" command...: passes when the command succeeds
+expect() { local d=$1; shift; if "$@" >"$W/last.out" 2>&1; then pass "$d"; else fail "$d"; sed 's/^/     /' "$W/last.out"; fi; }
+expect_not() { local d=$1; shift; if "$@" >"$W/last.out" 2>&1; then fail "$d"; sed 's/^/     /' "$W/last.out"; else pass "$d"; fi; }
+line() { python3 "$here/lib/decisions.py" "$W/decisions.jsonl" "$@"; }
+sbx_curl() { world_sbx curl -sS --max-time 10 --cacert "$W/ca.crt" "$@"; }
+body_is() { local want=$1; shift; [[ "$("$@")" == "$want" ]]; }
+
+# 1. Allowed name over HTTPS and HTTP reaches the origin.
+expect "https to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl https://allowed.airlock.test/
+expect "  its connect line: allow host_allowed, to airlock's own resolution" \
+  line event=connect proto=tls name=allowed.airlock.test verdict=allow reason=host_allowed \
+  dst=203.0.113.10:443 upstream=203.0.113.10:443 session=e2e-sandbox rule="$W/airlock.yaml:11"
+expect "  its dns line: allow, answered with the origin's address" \
+  line event=dns name=allowed.airlock.test qtype=A verdict=allow rcode=NOERROR
+expect "http to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl http://allowed.airlock.test/
+expect "  its connect line: allow over http" line event=connect proto=http name=allowed.airlock.test verdict=allow upstream=203.0.113.10:80
+
+# 2. A denied name: DNS answers NXDOMAIN itself and never asks the upstream.
+expect_not "https to a denied name fails" sbx_curl https://denied.airlock.test/
+expect "  its dns line: deny host_not_allowed, NXDOMAIN" \
+  line event=dns name=denied.airlock.test verdict=deny reason=host_not_allowed rcode=NXDOMAIN
+expect "  dig sees NXDOMAIN with the reason as an extended DNS error" \
+  bash -c "ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP denied.airlock.test | tee /dev/stderr | grep -q 'status: NXDOMAIN' && ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP denied.airlock.test | grep -q 'EDE: 15 (Blocked).*host_not_allowed'"
+expect "  the upstream's query log shows the allowed name (the log works)" grep -q 'allowed.airlock.test. A IN' "$W/unbound.log"
+expect_not "  the upstream's query log never saw the denied name" grep -q 'denied.airlock.test' "$W/unbound.log"
+
+# 3. Denied by the proxy even when the client brings its own address.
+expect_not "https to a denied name at a forced address fails" \
+  sbx_curl --resolve denied.airlock.test:443:$ATTACKER_IP https://denied.airlock.test/
+expect "  its connect line: deny host_not_allowed" \
+  line event=connect proto=tls name=denied.airlock.test verdict=deny reason=host_not_allowed dst=$ATTACKER_IP:443 upstream=null
+expect "  the client was told with a TLS alert, not a hang" \
+  bash -c "ip netns exec $SBX curl -sS --max-time 10 --cacert $W/ca.crt --resolve denied.airlock.test:443:$ATTACKER_IP https://denied.airlock.test/ 2>&1 | grep -qi 'alert access denied'"
+expect "plain http with a denied Host gets a 403 naming the reason" \
+  bash -c "ip netns exec $SBX curl -sS --max-time 10 -i -H 'Host: denied.airlock.test' http://$ATTACKER_IP/ | grep -q 'X-Airlock-Reason: host_not_allowed'"
+
+# 4. SNI and Host spoofing: the allowed name at the attacker's address reaches only the real origin.
+expect "SNI spoofing reaches the real origin, not the attacker" \
+  body_is "origin says hello to allowed.airlock.test" sbx_curl --resolve allowed.airlock.test:443:$ATTACKER_IP https://allowed.airlock.test/
+expect "  its connect line: dst_mismatch, upstream is the origin" \
+  line event=connect proto=tls name=allowed.airlock.test verdict=allow reason=dst_mismatch dst=$ATTACKER_IP:443 upstream=203.0.113.10:443
+expect "Host spoofing over http reaches the real origin, not the attacker" \
+  body_is "origin says hello to allowed.airlock.test" sbx_curl --resolve allowed.airlock.test:80:$ATTACKER_IP http://allowed.airlock.test/
+expect "  its connect line: dst_mismatch" \
+  line event=connect proto=http name=allowed.airlock.test reason=dst_mismatch dst=$ATTACKER_IP:80 upstream=203.0.113.10:80
+
+# 5. No name at all: TLS straight to an address is denied.
+expect_not "TLS to a bare address (no SNI) fails" world_sbx curl -sSk --max-time 10 https://$ATTACKER_IP/
+expect "  its connect line: deny no_name" line event=connect proto=tls dst=$ATTACKER_IP:443 verdict=deny reason=no_name
+
+# 6. An allowed name that resolves to a private address: stripped in DNS, refused by the proxy.
+world_sbx dig +time=3 +tries=1 +short @$GW_SBX_IP private.airlock.test >"$W/private.dig" 2>&1 || true
+expect "  dig gets no address for it" test ! -s "$W/private.dig"
+expect "  its dns line: deny private_address" line event=dns name=private.airlock.test verdict=deny reason=private_address
+expect "http to it through a forced address gets 403" \
+  body_is 403 sbx_curl -o /dev/null -w '%{http_code}' --resolve private.airlock.test:80:$ATTACKER_IP http://private.airlock.test/
+expect "  its connect line: deny private_address" line event=connect name=private.airlock.test verdict=deny reason=private_address
+
+# 7. Nothing ever reached the attacker, and the log is well-formed and complete.
+expect "the attacker's origin saw no request at all" test ! -s "$W/attacker-access.log"
+expect "every decision line is JSON with every contract field" python3 - "$W/decisions.jsonl" <<'PY'
+import json, sys
+fields = ["ts", "event", "session", "labels", "client", "name", "dst", "upstream", "proto", "verdict", "reason", "rule", "conn"]
+lines = open(sys.argv[1]).read().splitlines()
+assert lines, "empty log"
+for l in lines:
+    o = json.loads(l)
+    missing = [f for f in fields if f not in o]
+    assert not missing, (missing, l)
+    if o["event"] == "connect":
+        for f in ("bytes_up", "bytes_down", "duration_ms"):
+            assert f in o, (f, l)
+print(len(lines), "lines checked")
+PY
+
+# 8. Graceful shutdown: SIGTERM ends airlock with status 0.
+kill -TERM "$AIRLOCK_PID"
+status=0
+wait "$AIRLOCK_PID" || status=$?
+expect "airlock exits 0 on SIGTERM" test "$status" -eq 0
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

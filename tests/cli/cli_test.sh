@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The command line as a user meets it: --help everywhere, exit codes, FILE:LINE:COL errors.
+set -uo pipefail
+AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
+DATA=${AIRLOCK_TEST_DATA:?set AIRLOCK_TEST_DATA to tests/data}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+# check "description" EXPECTED_STATUS PATTERN -- command...: status and output (stdout+stderr) must match
+check() {
+  local d=$1 want=$2 pattern=$3
+  shift 4
+  local out status
+  out=$("$@" 2>&1)
+  status=$?
+  if [[ $status -eq $want ]] && grep -qE -- "$pattern" <<<"$out"; then
+    passed=$((passed + 1)); echo "ok   $d"
+  else
+    failed=$((failed + 1)); echo "FAIL $d (status $status, want $want)"; sed 's/^/     /' <<<"$out" | head -20
+  fi
+}
+
+check "airlock --help lists the commands" 0 'daemon .*check .*test ' -- bash -c "$AIRLOCK --help | tr '\n' ' '"
+check "airlock with no command prints usage and exits 2" 2 'Usage: airlock COMMAND' -- "$AIRLOCK"
+check "airlock --version" 0 '^airlock [0-9]+\.[0-9]+\.[0-9]+$' -- "$AIRLOCK" --version
+for cmd in daemon check test ca nft-rules; do
+  check "airlock $cmd --help" 0 "^Usage: airlock $cmd" -- "$AIRLOCK" "$cmd" --help
+  check "airlock help $cmd" 0 "^Usage: airlock $cmd" -- "$AIRLOCK" help "$cmd"
+done
+check "an unknown command says so" 2 "unknown command 'frobnicate'" -- "$AIRLOCK" frobnicate
+check "an unknown option names itself and --help" 2 "unknown option '--bogus'.*--help" -- \
+  bash -c "$AIRLOCK check --bogus 2>&1 | tr '\n' ' '; exit \${PIPESTATUS[0]}"
+
+check "check: the embedded default is valid" 0 '^ok: <embedded default>: 1 policy, [0-9]+ rules' -- "$AIRLOCK" check
+check "check: a good file" 0 '^ok: .*contract_example.yaml' -- "$AIRLOCK" check -c "$DATA/policy/ok/contract_example.yaml"
+check "check: a bad file gives FILE:LINE:COL and exit 2" 2 "unknown_key.yaml:5:9: unknown key 'hots'" -- \
+  "$AIRLOCK" check -c "$DATA/policy/bad/unknown_key.yaml"
+check "check: a missing file" 2 "nope.yaml: cannot open the file" -- "$AIRLOCK" check -c "$tmp/nope.yaml"
+check "check --print-default prints YAML that checks" 0 '^ok' -- \
+  bash -c "$AIRLOCK check --print-default > $tmp/d.yaml && $AIRLOCK check -c $tmp/d.yaml"
+
+check "test: allow exits 0 with reason and rule" 0 '^allow host_allowed <embedded default>:[0-9]+$' -- \
+  "$AIRLOCK" test --policy default registry.npmjs.org
+check "test: port not listed exits 1" 1 '^deny port_not_allowed' -- "$AIRLOCK" test --policy default registry.npmjs.org:8080
+check "test: metadata address exits 1" 1 '^deny private_address default$' -- "$AIRLOCK" test --policy default 169.254.169.254:80
+check "test: IPv6 literal with port" 1 '^deny private_address' -- "$AIRLOCK" test --policy default '[::ffff:127.0.0.1]:443'
+check "test: invalid name" 1 '^deny invalid_name' -- "$AIRLOCK" test --policy default 'bad..name'
+check "test: unknown policy exits 2" 2 "no policy named 'nope'" -- "$AIRLOCK" test --policy nope example.com
+check "test: --policy is required" 2 'policy NAME is required' -- "$AIRLOCK" test example.com
+check "test: bad port exits 2" 2 'not HOST\[:PORT\]' -- "$AIRLOCK" test --policy default example.com:99999
+
+check "daemon: a bad config exits 2 before binding anything" 2 'unknown_key.yaml:5:9' -- \
+  "$AIRLOCK" daemon -c "$DATA/policy/bad/unknown_key.yaml"
+check "nft-rules: needs --iface" 2 'iface IFACE is required' -- "$AIRLOCK" nft-rules
+check "nft-rules: refuses an interface name that could smuggle syntax" 2 'interface name' -- \
+  "$AIRLOCK" nft-rules --iface 'x"; flush ruleset'
+if command -v nft >/dev/null; then
+  check "nft-rules: nft itself accepts the ruleset" 0 '' -- bash -c "$AIRLOCK nft-rules --iface veth0 | nft -c -f -"
+fi
+check "ca init: creates the CA" 0 'ca.crt' -- "$AIRLOCK" ca init "$tmp/ca"
+check "ca init: refuses to overwrite" 1 'ca.key' -- "$AIRLOCK" ca init "$tmp/ca"
+check "ca: needs init DIR" 2 "expected 'init DIR'" -- "$AIRLOCK" ca
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

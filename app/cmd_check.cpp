@@ -68,7 +68,9 @@ int run_check_command(args a) {
   }
   auto cfg = load(path);
   if (!cfg.has_value()) return report_errors(cfg.error());
-  const auto snap = policy::snapshot::compile(*cfg);
+  auto compiled = policy::snapshot::compile(*cfg);
+  if (!compiled.has_value()) return report_errors(compiled.error());
+  const auto& snap = *compiled;
   std::printf("ok: %s: %zu polic%s, %zu rules, %zu sessions, version %s\n", cfg->file.c_str(), snap->policy_count(),
               snap->policy_count() == 1 ? "y" : "ies", snap->rule_count(), snap->session_count(),
               snap->version().c_str());
@@ -91,7 +93,9 @@ int run_test_command(args a) {
   }
   auto cfg = load(path);
   if (!cfg.has_value()) return report_errors(cfg.error());
-  const auto snap = policy::snapshot::compile(*cfg);
+  auto compiled = policy::snapshot::compile(*cfg);
+  if (!compiled.has_value()) return report_errors(compiled.error());
+  const auto& snap = *compiled;
   const auto* p = snap->find_policy(*policy_name);
   if (!p) {
     std::fprintf(stderr, "airlock test: no policy named '%s' in %s\n", policy_name->c_str(), cfg->file.c_str());

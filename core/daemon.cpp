@@ -109,11 +109,13 @@ void reload(running& r, const daemon_options& options) {
   } else if (auto cfg = load(options); !cfg.has_value()) {
     std::fprintf(stderr, "airlock: reload failed; keeping policy %s:\n", r.policies->current()->version().c_str());
     print_errors(cfg.error());
+  } else if (auto next = policy::snapshot::compile(*cfg); !next.has_value()) {
+    std::fprintf(stderr, "airlock: reload failed; keeping policy %s:\n", r.policies->current()->version().c_str());
+    print_errors(next.error());
   } else {
-    auto next = policy::snapshot::compile(*cfg);
     std::fprintf(stderr, "airlock: reloaded policy %s (%zu rules); listener changes need a restart\n",
-                 next->version().c_str(), next->rule_count());
-    r.policies->publish(std::move(next));
+                 (*next)->version().c_str(), (*next)->rule_count());
+    r.policies->publish(std::move(*next));
   }
   r.log->reopen();
 }
@@ -160,7 +162,12 @@ int run_daemon(const daemon_options& options) {
     return 1;
   }
   r.log = std::move(*log);
-  r.policies = std::make_unique<policy::store>(policy::snapshot::compile(*cfg));
+  auto snap = policy::snapshot::compile(*cfg);
+  if (!snap.has_value()) {
+    print_errors(snap.error());
+    return 2;
+  }
+  r.policies = std::make_unique<policy::store>(std::move(*snap));
 
   auto resolver = dns::resolver::create(r.io.get_executor(), {cfg->upstream_dns});
   if (!resolver.has_value()) {
@@ -200,12 +207,12 @@ int run_daemon(const daemon_options& options) {
   for (auto& a : r.acceptors) co_spawn(r.io, accept_loop(r, a), report("proxy listener"));
   co_spawn(r.io, handle_signals(r, options), report("signal handler"));
 
-  const auto snap = r.policies->current();
+  const auto current = r.policies->current();
   std::string where;
   for (const auto& ep : cfg->listen.proxy) where += " proxy=" + ep.to_string();
   for (const auto& ep : cfg->listen.dns) where += " dns=" + ep.to_string();
-  std::fprintf(stderr, "airlock: ready:%s policy=%s (%s, %zu rules) log=%s\n", where.c_str(), snap->version().c_str(),
-               cfg->file.c_str(), snap->rule_count(), log_path.c_str());
+  std::fprintf(stderr, "airlock: ready:%s policy=%s (%s, %zu rules) log=%s\n", where.c_str(),
+               current->version().c_str(), cfg->file.c_str(), current->rule_count(), log_path.c_str());
   r.io.run();
   return 0;
 }

@@ -22,11 +22,21 @@ struct source_mark {
 };
 
 struct rule_config {
-  enum class kind : std::uint8_t { host, wildcard, cidr };
+  enum class kind : std::uint8_t { host, wildcard, regex, cidr };
   kind type = kind::host;
-  std::string pattern;  // canonical name; for a wildcard the suffix without "*."; for cidr its text
+  // host: the canonical name; wildcard: the suffix without "*."; regex: the RE2 pattern
+  // as written (matched anchored and case-insensitively); cidr: the prefix as text.
+  std::string pattern;
   std::optional<policy::cidr> network;  // for kind::cidr
   std::vector<std::uint16_t> ports;     // sorted; empty = every port (deny rules' default)
+  bool inspect = false;                 // terminate TLS for this rule (TLS inspection)
+  source_mark mark;
+};
+
+// Hosts the client may follow a redirect to from `from` (on inspected or plain HTTP).
+struct redirect_config {
+  std::string from;             // canonical name
+  std::vector<std::string> to;  // host patterns: exact or "*.suffix"
   source_mark mark;
 };
 
@@ -35,8 +45,10 @@ enum class policy_mode : std::uint8_t { enforce, audit };
 struct policy_config {
   std::string name;
   policy_mode mode = policy_mode::enforce;
+  std::vector<std::string> includes;  // service families, already expanded into allow/deny
   std::vector<rule_config> allow;
   std::vector<rule_config> deny;
+  std::vector<redirect_config> redirects;
   source_mark mark;
 };
 
@@ -48,8 +60,16 @@ struct session_config {
 };
 
 struct listen_config {
-  std::vector<endpoint_config> proxy;
-  std::vector<endpoint_config> dns;
+  std::vector<endpoint_config> proxy;       // transparent listener
+  std::vector<endpoint_config> http_proxy;  // explicit CONNECT / absolute-form listener
+  std::vector<endpoint_config> dns;         // UDP and TCP
+  std::vector<endpoint_config> admin;       // /metrics, /healthz
+  std::string control;                      // unix socket path of the control API
+};
+
+struct inspection_config {
+  std::string ca_dir;                    // made by `airlock ca init DIR`
+  std::vector<std::string> upstream_ca;  // trusted for upstreams besides the system store
 };
 
 struct config {
@@ -60,6 +80,11 @@ struct config {
   std::vector<policy_config> policies;
   std::vector<session_config> sessions;
   std::optional<std::string> default_policy;  // for sources no session covers; none = deny
+  // Operator floors no policy can override: always_deny beats everything, always_allow
+  // beats a policy's own rules (for the gateway's own needs).
+  std::vector<rule_config> always_deny;
+  std::vector<rule_config> always_allow;
+  inspection_config inspection;
 };
 
 struct config_error {

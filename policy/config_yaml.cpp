@@ -1,260 +1,152 @@
 // YAML -> config. Strict: unknown keys are errors with a "did you mean", every error
 // names FILE:LINE:COL, and all errors of a file are reported at once.
 #include "policy/config.hpp"
-#include "policy/domain_name.hpp"
-
-#include <yaml-cpp/yaml.h>
+#include "policy/families.hpp"
+#include "policy/rule_yaml.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
-#include <initializer_list>
 #include <set>
 #include <sstream>
 
 namespace airlock::policy {
-
-std::string source_mark::to_string() const { return file + ":" + std::to_string(line); }
-
-std::string config_error::to_string() const {
-  if (mark.line == 0) return mark.file + ": " + message;
-  return mark.file + ":" + std::to_string(mark.line) + ":" + std::to_string(mark.column) + ": " + message;
-}
-
 namespace {
 
-// Optimal string alignment distance: a swapped pair of letters ("hots") counts as one
-// edit, so the suggestion is the key the user meant, not another two edits away.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-using keys = std::initializer_list<std::string_view>;
-
-std::string join(keys ks) {
-  std::string out;
-  for (auto k : ks) out += (out.empty() ? "" : ", ") + std::string(k);
-  return out;
-}
+using detail::rule_context;
+using detail::yaml_reader;
 
 class loader {
  public:
-  explicit loader(std::string file) : file_(std::move(file)) {}
+  explicit loader(std::string file) : r_(std::move(file)) {}
 
   config_result load(std::string_view text) {
     YAML::Node root;
     try {
       root = YAML::Load(std::string(text));
     } catch (const YAML::ParserException& e) {
-      errors_.push_back({{file_, e.mark.line + 1, e.mark.column + 1}, "YAML syntax: " + e.msg});
-      return errors_;
+      r_.error_at({r_.file(), e.mark.line + 1, e.mark.column + 1}, "YAML syntax: " + e.msg);
+      return r_.errors();
     }
     config cfg;
-    cfg.file = file_;
+    cfg.file = r_.file();
     cfg.decisions_log = std::string(default_decisions_log);
     if (!root.IsMap()) {
-      error(root, "expected a mapping with 'version: 1' at the top of the file");
-      return errors_;
+      r_.error(root, "expected a mapping with 'version: 1' at the top of the file");
+      return r_.errors();
     }
-    check_keys(root, {"version", "listen", "upstream_dns", "log", "policies", "sessions", "default_policy"},
-               "the top level");
+    r_.check_keys(root,
+                  {"version", "listen", "upstream_dns", "log", "policies", "sessions", "default_policy", "always_deny",
+                   "always_allow", "inspection"},
+                  "the top level");
     if (auto v = root["version"]; !v) {
-      errors_.push_back({{file_, 1, 1}, "missing 'version: 1' (the schema version this file is written for)"});
+      r_.error_at({r_.file(), 1, 1}, "missing 'version: 1' (the schema version this file is written for)");
     } else if (!v.IsScalar() || v.Scalar() != "1") {
-      error(v, "unsupported version '" + scalar_text(v) + "': this airlock reads version 1");
+      r_.error(v, "unsupported version '" + yaml_reader::scalar_text(v) + "': this airlock reads version 1");
     }
     if (auto n = root["listen"]) load_listen(n, cfg.listen);
-    if (auto n = root["upstream_dns"]) cfg.upstream_dns = endpoints(n, "upstream_dns", 53);
+    if (auto n = root["upstream_dns"]) cfg.upstream_dns = r_.endpoints(n, "upstream_dns", 53);
     if (auto n = root["log"]) load_log(n, cfg);
+    if (auto n = root["inspection"]) load_inspection(n, cfg.inspection);
+    if (auto n = root["always_deny"]) cfg.always_deny = detail::parse_rules(r_, n, "always_deny", {true, false});
+    if (auto n = root["always_allow"]) cfg.always_allow = detail::parse_rules(r_, n, "always_allow", {false, false});
     if (auto n = root["policies"]) load_policies(n, cfg.policies);
+    deny_public_resolvers(cfg.policies);
     if (auto n = root["sessions"]) load_sessions(n, cfg);
     if (auto n = root["default_policy"]) {
-      if (auto name = string_of(n, "default_policy")) {
-        if (!has_policy(cfg, *name)) error(n, "default_policy '" + *name + "' is not defined under policies:" + known_policies(cfg));
+      if (auto name = r_.string_of(n, "default_policy")) {
+        if (!find(cfg, *name)) r_.error(n, "default_policy '" + *name + "' is not defined under policies:" + known(cfg));
         cfg.default_policy = *name;
       }
     }
-    if (!errors_.empty()) return errors_;
+    for (const auto& p : cfg.policies)
+      for (const auto& rule : p.allow)
+        if (rule.inspect && cfg.inspection.ca_dir.empty())
+          r_.error_at(rule.mark, "policies." + p.name + ": 'inspect: true' needs inspection.ca_dir (made by 'airlock ca init DIR')");
+    if (!r_.errors().empty()) return r_.errors();
     return cfg;
   }
 
  private:
-  source_mark mark(const YAML::Node& n) const {
-    auto m = n.Mark();
-    if (m.line < 0) return {file_, 1, 1};
-    return {file_, m.line + 1, m.column + 1};
-  }
-
-  void error(const YAML::Node& n, std::string message) { errors_.push_back({mark(n), std::move(message)}); }
-
-  static std::string scalar_text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string("<not a scalar>"); }
-
-  void check_keys(const YAML::Node& map, keys allowed, std::string_view where) {
-    std::set<std::string> seen;
-    for (const auto& kv : map) {
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
-      if (!seen.insert(key).second) {
-        error(kv.first, "duplicate key '" + key + "' in " + std::string(where));
-        continue;
-      }
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string_view best;
-      std::size_t best_distance = key.size() / 3 + 1;
-      for (auto k : allowed) {
-        auto d = edit_distance(key, k);
-        if (d < best_distance || (d == best_distance && best.empty())) best = k, best_distance = d;
-      }
-      std::string message = "unknown key '" + key + "' in " + std::string(where);
-      message += best.empty() ? "; expected one of: " + join(allowed) : "; did you mean '" + std::string(best) + "'?";
-      error(kv.first, message);
-    }
-  }
-
-  std::optional<std::string> string_of(const YAML::Node& n, std::string_view what) {
-    if (!n.IsScalar() || n.Scalar().empty()) {
-      error(n, std::string(what) + ": expected a non-empty string");
-      return std::nullopt;
-    }
-    return n.Scalar();
-  }
-
-  // A scalar or a list of scalars, each ADDRESS:PORT (a bare address takes default_port).
-  std::vector<endpoint_config> endpoints(const YAML::Node& n, std::string_view what, int default_port = -1) {
-    std::vector<endpoint_config> out;
-    auto one = [&](const YAML::Node& item) {
-      if (!item.IsScalar()) return error(item, std::string(what) + ": expected ADDRESS:PORT or a list of them");
-      std::string text = item.Scalar();
-      if (default_port >= 0 && cidr::parse(text).has_value() && text.find('/') == std::string::npos)
-        text = (text.find(':') != std::string::npos ? "[" + text + "]" : text) + ":" + std::to_string(default_port);
-      auto ep = endpoint_config::parse(text);
-      if (!ep.has_value()) return error(item, std::string(what) + ": " + ep.error());
-      out.push_back(*ep);
-    };
-    if (n.IsSequence()) {
-      for (const auto& item : n) one(item);
-    } else {
-      one(n);
-    }
-    return out;
-  }
-
   void load_listen(const YAML::Node& n, listen_config& listen) {
-    if (!n.IsMap()) return error(n, "listen: expected a mapping (proxy:, dns:)");
-    check_keys(n, {"proxy", "dns"}, "listen");
-    if (auto p = n["proxy"]) listen.proxy = endpoints(p, "listen.proxy");
-    if (auto d = n["dns"]) listen.dns = endpoints(d, "listen.dns");
+    if (!n.IsMap()) return r_.error(n, "listen: expected a mapping (proxy:, http_proxy:, dns:, admin:, control:)");
+    r_.check_keys(n, {"proxy", "http_proxy", "dns", "admin", "control"}, "listen");
+    if (auto p = n["proxy"]) listen.proxy = r_.endpoints(p, "listen.proxy");
+    if (auto p = n["http_proxy"]) listen.http_proxy = r_.endpoints(p, "listen.http_proxy");
+    if (auto d = n["dns"]) listen.dns = r_.endpoints(d, "listen.dns");
+    if (auto a = n["admin"]) listen.admin = r_.endpoints(a, "listen.admin");
+    if (auto c = n["control"]) {
+      if (auto path = r_.string_of(c, "listen.control")) {
+        if (!path->starts_with("/")) r_.error(c, "listen.control: '" + *path + "': expected an absolute socket path");
+        listen.control = *path;
+      }
+    }
   }
 
   void load_log(const YAML::Node& n, config& cfg) {
-    if (!n.IsMap()) return error(n, "log: expected a mapping (decisions:)");
-    check_keys(n, {"decisions"}, "log");
+    if (!n.IsMap()) return r_.error(n, "log: expected a mapping (decisions:)");
+    r_.check_keys(n, {"decisions"}, "log");
     if (auto d = n["decisions"])
-      if (auto path = string_of(d, "log.decisions")) cfg.decisions_log = *path;
+      if (auto path = r_.string_of(d, "log.decisions")) cfg.decisions_log = *path;
   }
 
-  std::vector<std::uint16_t> ports(const YAML::Node& n, std::string_view where) {
-    std::vector<std::uint16_t> out;
-    auto one = [&](const YAML::Node& item) {
-      unsigned value = 0;
-      const std::string text = item.IsScalar() ? item.Scalar() : std::string();
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || value < 1 || value > 65535)
-        return error(item, std::string(where) + ": bad port '" + scalar_text(item) + "'; expected a number 1..65535");
-      out.push_back(static_cast<std::uint16_t>(value));
-    };
-    if (n.IsSequence()) {
-      for (const auto& item : n) one(item);
-      if (n.size() == 0) error(n, std::string(where) + ": empty port list; leave 'ports' out for [80, 443]");
-    } else {
-      one(n);
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
+  void load_inspection(const YAML::Node& n, inspection_config& out) {
+    if (!n.IsMap()) return r_.error(n, "inspection: expected a mapping (ca_dir:, upstream_ca:)");
+    r_.check_keys(n, {"ca_dir", "upstream_ca"}, "inspection");
+    if (auto d = n["ca_dir"])
+      if (auto path = r_.string_of(d, "inspection.ca_dir")) out.ca_dir = *path;
+    if (auto u = n["upstream_ca"]) out.upstream_ca = r_.strings(u, "inspection.upstream_ca");
   }
 
-  // Allow rules default to ports 80 and 443; deny rules to every port (an empty list).
-  std::optional<rule_config> rule(const YAML::Node& n, const std::string& where, bool is_deny) {
-    if (!n.IsMap()) {
-      error(n, where + ": expected a rule mapping such as '{host: example.com}' or '{cidr: 198.51.100.0/24}'");
-      return std::nullopt;
-    }
-    check_keys(n, {"host", "cidr", "ports"}, where);
-    rule_config r;
-    r.mark = mark(n);
-    const auto host = n["host"];
-    const auto net = n["cidr"];
-    if (static_cast<bool>(host) == static_cast<bool>(net)) {
-      error(n, where + ": a rule needs exactly one of 'host' or 'cidr'");
-      return std::nullopt;
-    }
-    if (host) {
-      const std::string text = host.IsScalar() ? host.Scalar() : std::string();
-      if (text.empty()) {
-        error(host, where + ".host: empty host; write a name such as 'example.com' or '*.example.com'");
-        return std::nullopt;
-      }
-      std::string_view name = text;
-      r.type = rule_config::kind::host;
-      if (name.starts_with("*.")) {
-        r.type = rule_config::kind::wildcard;
-        name.remove_prefix(2);
-      }
-      if (name.find('*') != std::string_view::npos) {
-        error(host, where + ".host: wildcard in the wrong place in '" + text +
-                        "'; only a leading '*.' is allowed (it matches subdomains at any depth), e.g. '*.example.com'");
-        return std::nullopt;
-      }
-      if (is_ip_literal(name)) {
-        error(host, where + ".host: '" + text + "' is an address; write 'cidr: " + text + "' instead");
-        return std::nullopt;
-      }
-      auto canonical = domain_name::parse(name);
-      if (!canonical.has_value()) {
-        error(host, where + ".host: '" + text + "': " + std::string(to_string(canonical.error())));
-        return std::nullopt;
-      }
-      r.pattern = canonical->str();
-    } else {
-      const std::string text = net.IsScalar() ? net.Scalar() : std::string();
-      auto parsed = cidr::parse(text);
-      if (!parsed.has_value()) {
-        error(net, where + ".cidr: " + parsed.error());
-        return std::nullopt;
-      }
-      r.type = rule_config::kind::cidr;
-      r.network = *parsed;
-      r.pattern = parsed->to_string();
-    }
-    if (n["ports"]) r.ports = ports(n["ports"], where + ".ports");
-    else if (!is_deny) r.ports = {80, 443};
-    return r;
-  }
-
-  std::vector<rule_config> rules(const YAML::Node& n, const std::string& where, bool is_deny) {
-    std::vector<rule_config> out;
-    if (!n.IsSequence()) {
-      error(n, where + ": expected a list of rules");
-      return out;
-    }
+  void load_redirects(const YAML::Node& n, const std::string& where, std::vector<redirect_config>& out) {
+    if (!n.IsSequence()) return r_.error(n, where + ": expected a list of {from: HOST, to: [HOST...]}");
     std::size_t i = 0;
-    for (const auto& item : n)
-      if (auto r = rule(item, where + "[" + std::to_string(i++) + "]", is_deny)) out.push_back(std::move(*r));
-    return out;
+    for (const auto& item : n) {
+      const std::string at = where + "[" + std::to_string(i++) + "]";
+      if (!item.IsMap()) {
+        r_.error(item, at + ": expected {from: HOST, to: [HOST...]}");
+        continue;
+      }
+      r_.check_keys(item, {"from", "to"}, at);
+      if (!item["from"] || !item["to"]) {
+        r_.error(item, at + ": needs both 'from' (a host) and 'to' (hosts it may redirect to)");
+        continue;
+      }
+      redirect_config rc;
+      rc.mark = r_.mark(item);
+      auto from = detail::parse_host_pattern(r_, item["from"], at + ".from");
+      if (from && from->type != rule_config::kind::host)
+        r_.error(item["from"], at + ".from: a redirect starts at one exact host");
+      if (from) rc.from = from->pattern;
+      const auto to = item["to"];
+      std::size_t j = 0;
+      auto add_to = [&](const YAML::Node& t) {
+        if (auto p = detail::parse_host_pattern(r_, t, at + ".to[" + std::to_string(j++) + "]"))
+          rc.to.push_back((p->type == rule_config::kind::wildcard ? "*." : "") + p->pattern);
+      };
+      if (to.IsSequence()) {
+        for (const auto& t : to) add_to(t);
+      } else {
+        add_to(to);
+      }
+      out.push_back(std::move(rc));
+    }
+  }
+
+  void include_family(const YAML::Node& n, policy_config& p) {
+    const auto name = yaml_reader::scalar_text(n);
+    auto f = load_family(name);
+    if (!f.has_value()) {
+      for (const auto& e : f.error())
+        r_.error(n, "policies." + p.name + ".include: " + (e.mark.file.empty() ? e.message : e.to_string()));
+      return;
+    }
+    p.includes.push_back(name);
+    p.allow.insert(p.allow.end(), f->allow.begin(), f->allow.end());
+    p.deny.insert(p.deny.end(), f->deny.begin(), f->deny.end());
   }
 
   void load_policies(const YAML::Node& n, std::vector<policy_config>& out) {
-    if (!n.IsMap()) return error(n, "policies: expected a mapping of policy names to policies");
+    if (!n.IsMap()) return r_.error(n, "policies: expected a mapping of policy names to policies");
     std::set<std::string> names;
     for (const auto& kv : n) {
       const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
@@ -262,88 +154,109 @@ class loader {
       if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
             return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
           })) {
-        error(kv.first, "policy name '" + name + "': use lowercase letters, digits, '-' and '_'");
+        r_.error(kv.first, "policy name '" + name + "': use lowercase letters, digits, '-' and '_'");
         continue;
       }
       if (!names.insert(name).second) {
-        error(kv.first, "duplicate policy '" + name + "'; each policy name must be unique");
+        r_.error(kv.first, "duplicate policy '" + name + "'; each policy name must be unique");
         continue;
       }
       const auto& body = kv.second;
       if (!body.IsMap()) {
-        error(body, where + ": expected a mapping (mode:, allow:, deny:)");
+        r_.error(body, where + ": expected a mapping (mode:, include:, allow:, deny:, redirects:)");
         continue;
       }
-      check_keys(body, {"mode", "allow", "deny"}, where);
+      r_.check_keys(body, {"mode", "include", "allow", "deny", "redirects"}, where);
       policy_config p;
       p.name = name;
-      p.mark = mark(kv.first);
+      p.mark = r_.mark(kv.first);
       if (auto m = body["mode"]) {
-        const std::string mode = scalar_text(m);
+        const std::string mode = yaml_reader::scalar_text(m);
         if (mode == "enforce") p.mode = policy_mode::enforce;
         else if (mode == "audit") p.mode = policy_mode::audit;
-        else error(m, where + ".mode: '" + mode + "'; expected 'enforce' or 'audit'");
+        else r_.error(m, where + ".mode: '" + mode + "'; expected 'enforce' or 'audit'");
       }
-      if (auto a = body["allow"]) p.allow = rules(a, where + ".allow", false);
-      if (auto d = body["deny"]) p.deny = rules(d, where + ".deny", true);
+      if (auto a = body["allow"]) p.allow = detail::parse_rules(r_, a, where + ".allow", {false, false});
+      if (auto d = body["deny"]) p.deny = detail::parse_rules(r_, d, where + ".deny", {true, false});
+      if (auto inc = body["include"]) {
+        if (inc.IsSequence()) {
+          for (const auto& item : inc) include_family(item, p);
+        } else {
+          include_family(inc, p);
+        }
+      }
+      if (auto rd = body["redirects"]) load_redirects(rd, where + ".redirects", p.redirects);
       out.push_back(std::move(p));
     }
   }
 
-  static bool has_policy(const config& cfg, const std::string& name) {
-    return std::any_of(cfg.policies.begin(), cfg.policies.end(), [&](const auto& p) { return p.name == name; });
+  // Resolvers that would take DNS past airlock (DoH/DoT endpoints of the big public
+  // resolvers) are denied in every policy; the rules name the family file, so a denial
+  // says why. A policy cannot allow them: point tools at airlock's DNS instead.
+  void deny_public_resolvers(std::vector<policy_config>& policies) {
+    auto f = load_family("public-resolvers");
+    if (!f.has_value()) {
+      for (const auto& e : f.error()) r_.error_at(e.mark, "built-in family public-resolvers: " + e.message);
+      return;
+    }
+    for (auto& p : policies) p.deny.insert(p.deny.end(), f->deny.begin(), f->deny.end());
   }
 
-  static std::string known_policies(const config& cfg) {
+  static const policy_config* find(const config& cfg, const std::string& name) {
+    for (const auto& p : cfg.policies)
+      if (p.name == name) return &p;
+    return nullptr;
+  }
+
+  static std::string known(const config& cfg) {
     std::string out;
     for (const auto& p : cfg.policies) out += (out.empty() ? " (defined: " : ", ") + p.name;
     return out.empty() ? " (none are defined)" : out + ")";
   }
 
   void load_sessions(const YAML::Node& n, config& cfg) {
-    if (!n.IsSequence()) return error(n, "sessions: expected a list of {source: CIDR, policy: NAME}");
+    if (!n.IsSequence()) return r_.error(n, "sessions: expected a list of {source: CIDR, policy: NAME}");
     std::size_t i = 0;
     for (const auto& item : n) {
       const std::string where = "sessions[" + std::to_string(i++) + "]";
       if (!item.IsMap()) {
-        error(item, where + ": expected {source: CIDR, policy: NAME}");
+        r_.error(item, where + ": expected {source: CIDR, policy: NAME}");
         continue;
       }
-      check_keys(item, {"id", "source", "policy"}, where);
+      r_.check_keys(item, {"id", "source", "policy"}, where);
       session_config s;
-      s.mark = mark(item);
+      s.mark = r_.mark(item);
       auto source = item["source"];
       auto policy = item["policy"];
       if (!source || !policy) {
-        error(item, where + ": needs both 'source' (a CIDR) and 'policy' (a policy name)");
+        r_.error(item, where + ": needs both 'source' (a CIDR) and 'policy' (a policy name)");
         continue;
       }
-      auto parsed = cidr::parse(scalar_text(source));
+      auto parsed = cidr::parse(yaml_reader::scalar_text(source));
       if (!parsed.has_value()) {
-        error(source, where + ".source: " + parsed.error());
+        r_.error(source, where + ".source: " + parsed.error());
         continue;
       }
       s.source = *parsed;
-      s.policy = scalar_text(policy);
-      if (!has_policy(cfg, s.policy)) {
-        error(policy, where + ".policy: '" + s.policy + "' is not defined under policies:" + known_policies(cfg));
+      s.policy = yaml_reader::scalar_text(policy);
+      if (!find(cfg, s.policy)) {
+        r_.error(policy, where + ".policy: '" + s.policy + "' is not defined under policies:" + known(cfg));
         continue;
       }
       if (auto id = item["id"]) {
-        if (auto text = string_of(id, where + ".id")) s.id = *text;
+        if (auto text = r_.string_of(id, where + ".id")) s.id = *text;
       } else {
         s.id = s.source.to_string();
       }
       for (const auto& other : cfg.sessions)
         if (other.source == s.source)
-          error(source, where + ".source: " + s.source.to_string() + " is already bound at line " +
-                            std::to_string(other.mark.line));
+          r_.error(source, where + ".source: " + s.source.to_string() + " is already bound at line " +
+                               std::to_string(other.mark.line));
       cfg.sessions.push_back(std::move(s));
     }
   }
 
-  std::string file_;
-  std::vector<config_error> errors_;
+  yaml_reader r_;
 };
 
 }  // namespace

@@ -7,83 +7,96 @@
 
 namespace airlock::policy {
 
-bool compiled_policy::rule::covers(std::uint16_t port) const noexcept {
-  return port == any_port || ports.empty() || std::binary_search(ports.begin(), ports.end(), port);
+compiled_policy::compiled_policy(std::string name, policy_mode mode, std::shared_ptr<const floors> floor)
+    : name_(std::move(name)), mode_(mode), floor_(std::move(floor)) {}
+
+std::optional<std::string> compiled_policy::build(const policy_config& cfg) {
+  if (auto e = allow_.build(cfg.allow)) return "policies." + name_ + ".allow: " + *e;
+  if (auto e = deny_.build(cfg.deny)) return "policies." + name_ + ".deny: " + *e;
+  return std::nullopt;
 }
 
-void compiled_policy::rule_set::add(const rule_config& r) {
-  const auto index = static_cast<std::uint32_t>(rules.size());
-  rules.push_back({r.ports, r.mark.to_string(), r.network});
-  switch (r.type) {
-    case rule_config::kind::host: exact[r.pattern].push_back(index); break;
-    case rule_config::kind::wildcard: wildcard[r.pattern].push_back(index); break;
-    case rule_config::kind::cidr: cidrs.push_back(index); break;
-  }
-}
-
-// Cost grows with the labels of `name`, not with the number of rules: one exact lookup,
-// then one wildcard lookup per proper suffix ("a.b.c" tries "b.c" and "c").
-template <typename Fn>
-void compiled_policy::rule_set::for_each_match(std::string_view name, Fn&& fn) const {
-  if (auto it = exact.find(name); it != exact.end())
-    for (auto i : it->second) fn(rules[i]);
-  if (wildcard.empty()) return;
-  for (auto dot = name.find('.'); dot != std::string_view::npos; dot = name.find('.', dot + 1))
-    if (auto it = wildcard.find(name.substr(dot + 1)); it != wildcard.end())
-      for (auto i : it->second) fn(rules[i]);
-}
-
-compiled_policy::compiled_policy(const policy_config& cfg) : name_(cfg.name), mode_(cfg.mode) {
-  for (const auto& r : cfg.allow) allow_.add(r);
-  for (const auto& r : cfg.deny) deny_.add(r);
-}
-
-decision compiled_policy::finish(decision d) const noexcept {
+decision compiled_policy::soften(decision d) const noexcept {
   if (d.verdict == verdict::deny && mode_ == policy_mode::audit) d.verdict = verdict::audit_deny;
   return d;
 }
 
-decision compiled_policy::decide(const domain_name& name, std::uint16_t port) const noexcept {
-  const rule* denied = nullptr;
-  deny_.for_each_match(name.str(), [&](const rule& r) {
-    // A DNS query (any_port) is refused only by a deny rule that covers every port:
-    // a name denied on port 22 alone must still resolve for 443.
-    bool applies = port == any_port ? r.ports.empty() : r.covers(port);
-    if (!denied && applies) denied = &r;
-  });
-  if (denied) return finish({verdict::deny, reason::host_denied, denied->origin});
+namespace {
 
-  const rule* allowed = nullptr;
-  const rule* other_port = nullptr;
-  allow_.for_each_match(name.str(), [&](const rule& r) {
+// A DNS query (any_port) is refused only by a deny rule that covers every port: a name
+// denied on port 22 alone must still resolve for 443.
+bool deny_applies(const compiled_rule& r, std::uint16_t port) {
+  return port == any_port ? r.ports.empty() : r.covers(port);
+}
+
+const compiled_rule* first_deny(const rule_index& idx, std::string_view name, std::uint16_t port) {
+  const compiled_rule* hit = nullptr;
+  idx.for_each_name_match(name, [&](const compiled_rule& r) {
+    if (!hit && deny_applies(r, port)) hit = &r;
+  });
+  return hit;
+}
+
+}  // namespace
+
+decision compiled_policy::decide(const domain_name& name, std::uint16_t port) const noexcept {
+  // 1. Operator floors: always_deny is never softened by audit mode.
+  if (const auto* r = first_deny(floor_->deny, name.str(), port)) return {verdict::deny, reason::host_denied, r->origin};
+  const compiled_rule* floor_allowed = nullptr;
+  floor_->allow.for_each_name_match(name.str(), [&](const compiled_rule& r) {
+    if (!floor_allowed && r.covers(port)) floor_allowed = &r;
+  });
+  if (floor_allowed) return {verdict::allow, reason::host_allowed, floor_allowed->origin, floor_allowed->inspect};
+
+  // 2. The policy: deny beats allow.
+  if (const auto* r = first_deny(deny_, name.str(), port)) return soften({verdict::deny, reason::host_denied, r->origin});
+  const compiled_rule* allowed = nullptr;
+  const compiled_rule* other_port = nullptr;
+  allow_.for_each_name_match(name.str(), [&](const compiled_rule& r) {
     if (r.covers(port)) {
       if (!allowed) allowed = &r;
     } else if (!other_port) {
       other_port = &r;
     }
   });
-  if (allowed) return {verdict::allow, reason::host_allowed, allowed->origin};
-  if (other_port) return finish({verdict::deny, reason::port_not_allowed, other_port->origin});
-  return finish({verdict::deny, reason::host_not_allowed, "default"});
+  if (allowed) return {verdict::allow, reason::host_allowed, allowed->origin, allowed->inspect};
+  if (other_port) return soften({verdict::deny, reason::port_not_allowed, other_port->origin});
+  return soften({verdict::deny, reason::host_not_allowed, "default"});
 }
 
 const std::string* compiled_policy::cidr_allowance(const boost::asio::ip::address& address,
                                                    std::uint16_t port) const noexcept {
-  for (auto i : allow_.cidrs) {
-    const auto& r = allow_.rules[i];
-    if (r.network->contains(address) && r.covers(port)) return &r.origin;
-  }
-  return nullptr;
+  const std::string* denied = nullptr;
+  auto deny = [&](const compiled_rule& r) {
+    if (!denied && r.covers(port)) denied = &r.origin;
+  };
+  floor_->deny.for_each_address_match(address, deny);
+  deny_.for_each_address_match(address, deny);
+  if (denied) return nullptr;
+  const std::string* allowed = nullptr;
+  auto allow = [&](const compiled_rule& r) {
+    if (!allowed && r.covers(port)) allowed = &r.origin;
+  };
+  floor_->allow.for_each_address_match(address, allow);
+  allow_.for_each_address_match(address, allow);
+  return allowed;
 }
 
 decision compiled_policy::decide(const boost::asio::ip::address& address, std::uint16_t port) const noexcept {
-  for (auto i : deny_.cidrs) {
-    const auto& r = deny_.rules[i];
-    if (r.network->contains(address) && r.covers(port)) return finish({verdict::deny, reason::host_denied, r.origin});
-  }
-  if (const auto* origin = cidr_allowance(address, port)) return {verdict::allow, reason::cidr_allowed, *origin};
-  if (is_special(classify(address))) return finish({verdict::deny, reason::private_address, "default"});
-  return finish({verdict::deny, reason::no_name, "default"});
+  const compiled_rule* hit = nullptr;
+  auto first = [&](const compiled_rule& r) {
+    if (!hit && r.covers(port)) hit = &r;
+  };
+  floor_->deny.for_each_address_match(address, first);
+  if (hit) return {verdict::deny, reason::host_denied, hit->origin};
+  floor_->allow.for_each_address_match(address, first);
+  if (hit) return {verdict::allow, reason::cidr_allowed, hit->origin};
+  deny_.for_each_address_match(address, first);
+  if (hit) return soften({verdict::deny, reason::host_denied, hit->origin});
+  allow_.for_each_address_match(address, first);
+  if (hit) return {verdict::allow, reason::cidr_allowed, hit->origin};
+  if (is_special(classify(address))) return soften({verdict::deny, reason::private_address, "default"});
+  return soften({verdict::deny, reason::no_name, "default"});
 }
 
 namespace {
@@ -108,23 +121,38 @@ void hash_rules(fnv1a& h, std::string_view kind, const std::vector<rule_config>&
     h.add(std::to_string(static_cast<int>(r.type)));
     h.add(r.pattern);
     for (auto p : r.ports) h.add(std::to_string(p));
+    h.add(r.inspect ? "inspect" : "");
     h.add(r.mark.to_string());  // the rule a decision names is part of what it says
   }
 }
 
 }  // namespace
 
-std::shared_ptr<const snapshot> snapshot::compile(const config& cfg) {
+boost::system::result<std::shared_ptr<const snapshot>, std::vector<config_error>> snapshot::compile(const config& cfg) {
+  using failure = std::vector<config_error>;
   auto s = std::shared_ptr<snapshot>(new snapshot());
   fnv1a h;
+  auto floor = std::make_shared<floors>();
+  if (auto e = floor->deny.build(cfg.always_deny)) return failure{{{cfg.file, 0, 0}, "always_deny: " + *e}};
+  if (auto e = floor->allow.build(cfg.always_allow)) return failure{{{cfg.file, 0, 0}, "always_allow: " + *e}};
+  hash_rules(h, "always_deny", cfg.always_deny);
+  hash_rules(h, "always_allow", cfg.always_allow);
+  s->rule_count_ = cfg.always_deny.size() + cfg.always_allow.size();
   for (const auto& p : cfg.policies) {
-    s->policies_.push_back(std::make_unique<compiled_policy>(p));
+    auto compiled = std::make_unique<compiled_policy>(p.name, p.mode, floor);
+    if (auto e = compiled->build(p)) return failure{{p.mark, *e}};
+    s->policies_.push_back(std::move(compiled));
     s->rule_count_ += p.allow.size() + p.deny.size();
     h.add("policy");
     h.add(p.name);
     h.add(p.mode == policy_mode::audit ? "audit" : "enforce");
     hash_rules(h, "allow", p.allow);
     hash_rules(h, "deny", p.deny);
+    for (const auto& r : p.redirects) {
+      h.add("redirect");
+      h.add(r.from);
+      for (const auto& t : r.to) h.add(t);
+    }
   }
   for (const auto& b : cfg.sessions) {
     s->bindings_.push_back({b.source, b.id, s->find_policy(b.policy)});
@@ -141,7 +169,7 @@ std::shared_ptr<const snapshot> snapshot::compile(const config& cfg) {
     h.add(*cfg.default_policy);
   }
   s->version_ = h.hex();
-  return s;
+  return std::shared_ptr<const snapshot>(std::move(s));
 }
 
 std::optional<snapshot::session> snapshot::session_for(const boost::asio::ip::address& source) const noexcept {

@@ -5,14 +5,15 @@
 #include "policy/config.hpp"
 #include "policy/domain_name.hpp"
 #include "policy/reason.hpp"
+#include "policy/rule_index.hpp"
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/system/result.hpp>
 
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace airlock::policy {
@@ -23,61 +24,48 @@ struct decision {
   policy::verdict verdict = verdict::deny;
   policy::reason reason = reason::internal_error;
   std::string_view rule = "default";
+  bool inspect = false;  // the allowing rule asks for TLS inspection
 
   bool allowed() const noexcept { return verdict != verdict::deny; }
 };
 
-// Port 0 in a query means "on any port": DNS asks whether a name is reachable at all.
-inline constexpr std::uint16_t any_port = 0;
+// The operator floors, shared by every policy of a snapshot.
+struct floors {
+  rule_index deny;   // always_deny: beats everything, audit mode included
+  rule_index allow;  // always_allow: beats a policy's own rules
+};
 
 class compiled_policy {
  public:
-  compiled_policy(const policy_config& cfg);
+  compiled_policy(std::string name, policy_mode mode, std::shared_ptr<const floors> floor);
+  std::optional<std::string> build(const policy_config& cfg);
 
   // Decides a connection (or, with any_port, a DNS query) to `name`.
   decision decide(const domain_name& name, std::uint16_t port) const noexcept;
   // Decides a connection to a bare address (no name): only cidr rules can allow it.
   decision decide(const boost::asio::ip::address& address, std::uint16_t port) const noexcept;
-  // Whether a cidr allow rule covers this special address on this port (the one way to
-  // reach a private range on purpose).
+  // The rule that lets this policy reach a special address on purpose (a cidr allow rule
+  // or floor covering it, and no deny covering it), or nullptr.
   const std::string* cidr_allowance(const boost::asio::ip::address& address, std::uint16_t port) const noexcept;
 
   const std::string& name() const noexcept { return name_; }
   policy_mode mode() const noexcept { return mode_; }
 
  private:
-  struct rule {
-    std::vector<std::uint16_t> ports;  // empty: every port
-    std::string origin;                // "FILE:LINE"
-    std::optional<cidr> network;
-    bool covers(std::uint16_t port) const noexcept;
-  };
-  struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
-  using name_index = std::unordered_map<std::string, std::vector<std::uint32_t>, string_hash, std::equal_to<>>;
-  struct rule_set {
-    std::vector<rule> rules;
-    name_index exact;     // name -> rules
-    name_index wildcard;  // suffix -> rules for "*.suffix"
-    std::vector<std::uint32_t> cidrs;
-    void add(const rule_config& r);
-    // Calls fn(rule) for each rule whose name pattern matches, exact first.
-    template <typename Fn> void for_each_match(std::string_view name, Fn&& fn) const;
-  };
-  decision finish(decision d) const noexcept;
+  decision soften(decision d) const noexcept;
 
   std::string name_;
   policy_mode mode_;
-  rule_set allow_;
-  rule_set deny_;
+  std::shared_ptr<const floors> floor_;
+  rule_index allow_;
+  rule_index deny_;
 };
 
 class snapshot {
  public:
-  // Compiles a validated configuration; everything it needs was checked by the loader.
-  static std::shared_ptr<const snapshot> compile(const config& cfg);
+  // Compiles a validated configuration. Fails only when a rule list cannot be built
+  // (the regexes exceed RE2's budget); the errors name the policy.
+  static boost::system::result<std::shared_ptr<const snapshot>, std::vector<config_error>> compile(const config& cfg);
 
   struct session {
     std::string_view id;

@@ -39,7 +39,7 @@ check "check: a missing file" 2 "nope.yaml: cannot open the file" -- "$AIRLOCK" 
 check "check --print-default prints YAML that checks" 0 '^ok' -- \
   bash -c "$AIRLOCK check --print-default > $tmp/d.yaml && $AIRLOCK check -c $tmp/d.yaml"
 
-check "test: allow exits 0 with reason and rule" 0 '^allow host_allowed <embedded default>:[0-9]+$' -- \
+check "test: allow exits 0 with reason and the family rule" 0 '^allow host_allowed <family npm>:[0-9]+$' -- \
   "$AIRLOCK" test --policy default registry.npmjs.org
 check "test: port not listed exits 1" 1 '^deny port_not_allowed' -- "$AIRLOCK" test --policy default registry.npmjs.org:8080
 check "test: metadata address exits 1" 1 '^deny private_address default$' -- "$AIRLOCK" test --policy default 169.254.169.254:80

@@ -66,7 +66,7 @@ TEST_CASE("the embedded default policy loads and denies by default") {
   auto cfg = load_default_config();
   REQUIRE_MESSAGE(cfg.has_value(), (cfg.has_value() ? std::string() : joined(cfg.error())));
   CHECK(cfg->file == default_config_label);
-  auto snap = snapshot::compile(*cfg);
+  auto snap = *snapshot::compile(*cfg);
   auto s = snap->session_for(boost::asio::ip::make_address("198.51.100.2"));
   REQUIRE(s);
   auto name = [](const char* n) { return *domain_name::parse(n); };

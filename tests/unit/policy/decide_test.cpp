@@ -1,3 +1,4 @@
+#include "policy/families.hpp"
 #include "policy/snapshot.hpp"
 
 #include <doctest/doctest.h>
@@ -12,7 +13,9 @@ std::shared_ptr<const snapshot> compile(const char* yaml) {
     for (const auto& e : cfg.error()) MESSAGE(e.to_string());
     FAIL("policy did not load");
   }
-  return snapshot::compile(*cfg);
+  auto snap = snapshot::compile(*cfg);
+  REQUIRE(snap.has_value());
+  return *snap;
 }
 
 domain_name name(const char* n) {
@@ -136,4 +139,126 @@ TEST_CASE("the version is a content hash: same content, same version; any change
   std::string changed = policy_yaml;
   changed.replace(changed.find("ports: [443, 22]"), 16, "ports: [443, 23]");
   CHECK(compile(changed.c_str())->version() != a->version());
+}
+
+TEST_CASE("regex rules: anchored, case-insensitive, with their own line as the rule") {
+  auto s = compile(R"(version: 1
+policies:
+  p:
+    allow:
+      - regex: '[a-z0-9-]+\.pkg\.example\.test'
+      - regex: '^mirror[0-9]+\.example\.test$'
+        ports: [8443]
+    deny:
+      - regex: 'evil-.*\.pkg\.example\.test'
+)");
+  const auto& p = *s->find_policy("p");
+  CHECK(p.decide(name("abc-1.pkg.example.test"), 443).rule == "t.yaml:5");
+  CHECK(p.decide(name("ABC.PKG.example.test"), 443).verdict == verdict::allow);
+  // anchored at both ends even when the pattern is not
+  CHECK(p.decide(name("abc.pkg.example.test.attacker.example"), 443).reason == reason::host_not_allowed);
+  CHECK(p.decide(name("x.abc.pkg.example.test"), 443).reason == reason::host_not_allowed);
+  CHECK(p.decide(name("mirror7.example.test"), 8443).rule == "t.yaml:6");
+  CHECK(p.decide(name("mirror7.example.test"), 443).reason == reason::port_not_allowed);
+  CHECK(p.decide(name("evil-x.pkg.example.test"), 443).reason == reason::host_denied);
+}
+
+TEST_CASE("operator floors: always_deny beats every policy (audit too), always_allow beats a policy's deny") {
+  auto s = compile(R"(version: 1
+always_deny:
+  - host: metadata.google.internal
+  - cidr: 169.254.169.254/32
+always_allow:
+  - host: mirror.corp.example
+policies:
+  p:
+    allow:
+      - host: metadata.google.internal
+      - cidr: 169.254.0.0/16
+    deny:
+      - host: mirror.corp.example
+  watch:
+    mode: audit
+    allow: []
+)");
+  const auto& p = *s->find_policy("p");
+  const auto& w = *s->find_policy("watch");
+  CHECK(p.decide(name("metadata.google.internal"), 80).rule == "t.yaml:3");
+  CHECK(w.decide(name("metadata.google.internal"), 80).verdict == verdict::deny);
+  CHECK(p.decide(ip("169.254.169.254"), 80).reason == reason::host_denied);
+  CHECK(p.cidr_allowance(ip("169.254.169.254"), 80) == nullptr);
+  CHECK(p.cidr_allowance(ip("169.254.1.1"), 80) != nullptr);
+  CHECK(p.decide(name("mirror.corp.example"), 443).verdict == verdict::allow);
+  CHECK(w.decide(name("mirror.corp.example"), 443).rule == "t.yaml:6");
+  CHECK(w.decide(name("other.example"), 443).verdict == verdict::audit_deny);
+}
+
+TEST_CASE("service families: include adds their hosts, named by the family's own lines") {
+  auto s = compile(R"(version: 1
+policies:
+  p:
+    include: [github, npm]
+)");
+  const auto& p = *s->find_policy("p");
+  const auto d = p.decide(name("release-assets.githubusercontent.com"), 443);
+  CHECK(d.verdict == verdict::allow);
+  CHECK(std::string(d.rule).starts_with("<family github>:"));
+  CHECK(p.decide(name("github.com"), 22).verdict == verdict::allow);
+  CHECK(p.decide(name("registry.npmjs.org"), 443).verdict == verdict::allow);
+  CHECK(p.decide(name("gist.githubusercontent.com"), 443).verdict == verdict::deny);
+  CHECK(p.decide(name("pypi.org"), 443).verdict == verdict::deny);
+}
+
+TEST_CASE("every shipped family loads, and every allow family has a why for each host") {
+  for (auto n : family_names()) {
+    CAPTURE(n);
+    auto f = load_family(n);
+    REQUIRE_MESSAGE(f.has_value(), (f.has_value() ? std::string() : f.error().front().to_string()));
+    CHECK(f->version >= 1);
+    CHECK_FALSE(f->description.empty());
+    CHECK(f->allow.size() + f->deny.size() > 0);
+  }
+  CHECK(family_names().size() >= 8);
+}
+
+TEST_CASE("public DoH/DoT resolvers are denied in every policy, even when allowed") {
+  auto s = compile(R"(version: 1
+policies:
+  p:
+    allow:
+      - host: dns.google
+      - host: "*.example.com"
+)");
+  const auto& p = *s->find_policy("p");
+  auto d = p.decide(name("dns.google"), 443);
+  CHECK(d.reason == reason::host_denied);
+  CHECK(std::string(d.rule).starts_with("<family public-resolvers>:"));
+  CHECK(p.decide(name("cloudflare-dns.com"), any_port).reason == reason::host_denied);
+  CHECK(p.decide(name("www.example.com"), 443).verdict == verdict::allow);
+}
+
+TEST_CASE("redirects and inspection are read") {
+  auto cfg = load_config_text(R"(version: 1
+inspection:
+  ca_dir: /var/lib/airlock/ca
+  upstream_ca: [/etc/airlock/extra.pem]
+policies:
+  p:
+    allow:
+      - host: registry.npmjs.org
+        inspect: true
+    redirects:
+      - from: registry.npmjs.org
+        to: ["*.cloudfront.net", objects.example.net]
+)",
+                              "t.yaml");
+  REQUIRE(cfg.has_value());
+  CHECK(cfg->inspection.ca_dir == "/var/lib/airlock/ca");
+  CHECK(cfg->policies[0].allow[0].inspect);
+  REQUIRE(cfg->policies[0].redirects.size() == 1);
+  CHECK(cfg->policies[0].redirects[0].from == "registry.npmjs.org");
+  CHECK(cfg->policies[0].redirects[0].to == std::vector<std::string>{"*.cloudfront.net", "objects.example.net"});
+  auto s = snapshot::compile(*cfg);
+  REQUIRE(s.has_value());
+  CHECK((*s)->find_policy("p")->decide(name("registry.npmjs.org"), 443).inspect);
 }

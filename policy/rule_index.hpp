@@ -1,0 +1,99 @@
+#pragma once
+// One list of rules (a policy's allow or deny list, or an operator floor) indexed for
+// lookup: exact names in a hash map, "*.suffix" wildcards by suffix, regexes in one
+// RE2::Set, address prefixes in a list. Built once, then read-only.
+#include "policy/config.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace re2 {
+class RE2;
+}
+
+namespace airlock::policy {
+
+// Port 0 in a query means "on any port": DNS asks whether a name is reachable at all.
+inline constexpr std::uint16_t any_port = 0;
+
+struct compiled_rule {
+  std::vector<std::uint16_t> ports;  // empty: every port
+  std::string origin;                // "FILE:LINE"
+  std::optional<cidr> network;
+  bool inspect = false;
+
+  bool covers(std::uint16_t port) const noexcept {
+    return port == any_port || ports.empty() || std::binary_search(ports.begin(), ports.end(), port);
+  }
+};
+
+class rule_index {
+ public:
+  rule_index();
+  ~rule_index();
+  rule_index(rule_index&&) noexcept;
+  rule_index& operator=(rule_index&&) noexcept;
+
+  // Adds the rules (validated by the loader) and builds the regex set; an error (the
+  // regex set does not fit RE2's budget) fails the whole compile, never a silent gap.
+  std::optional<std::string> build(const std::vector<rule_config>& rules);
+
+  // Calls fn(rule) for each rule whose name pattern matches canonical `name`: exact first,
+  // then wildcards from the longest suffix, then regexes. Cost grows with the labels of
+  // the name (one hash lookup per label) and the regex automaton, not with the rule count.
+  template <typename Fn>
+  void for_each_name_match(std::string_view name, Fn&& fn) const;
+  // Calls fn(rule) for each cidr rule containing `a`.
+  template <typename Fn>
+  void for_each_address_match(const boost::asio::ip::address& a, Fn&& fn) const;
+
+  std::size_t size() const noexcept { return rules_.size(); }
+
+ private:
+  struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  using name_map = std::unordered_map<std::string, std::vector<std::uint32_t>, string_hash, std::equal_to<>>;
+  // Indices (into rules_) of the regex rules matching `name`, in rule order.
+  void regex_matches(std::string_view name, std::vector<int>& out) const;
+
+  std::vector<compiled_rule> rules_;
+  name_map exact_;
+  name_map wildcard_;
+  std::vector<std::uint32_t> cidrs_;
+  std::vector<std::uint32_t> regex_rules_;  // RE2::Set pattern index -> rule index
+  struct regex_set;
+  std::unique_ptr<regex_set> regexes_;
+};
+
+template <typename Fn>
+void rule_index::for_each_name_match(std::string_view name, Fn&& fn) const {
+  if (!exact_.empty())
+    if (auto it = exact_.find(name); it != exact_.end())
+      for (auto i : it->second) fn(rules_[i]);
+  if (!wildcard_.empty()) {
+    for (auto dot = name.find('.'); dot != std::string_view::npos; dot = name.find('.', dot + 1))
+      if (auto it = wildcard_.find(name.substr(dot + 1)); it != wildcard_.end())
+        for (auto i : it->second) fn(rules_[i]);
+  }
+  if (!regex_rules_.empty()) {
+    // One per thread: the data path never allocates for a regex match.
+    thread_local std::vector<int> hits;
+    regex_matches(name, hits);
+    for (int h : hits) fn(rules_[regex_rules_[static_cast<std::size_t>(h)]]);
+  }
+}
+
+template <typename Fn>
+void rule_index::for_each_address_match(const boost::asio::ip::address& a, Fn&& fn) const {
+  for (auto i : cidrs_)
+    if (rules_[i].network->contains(a)) fn(rules_[i]);
+}
+
+}  // namespace airlock::policy

@@ -1,0 +1,127 @@
+#include "policy/rule_yaml.hpp"
+
+#include "policy/domain_name.hpp"
+
+#include <re2/re2.h>
+
+namespace airlock::policy::detail {
+
+std::optional<rule_config> parse_host_pattern(yaml_reader& r, const YAML::Node& n, const std::string& where) {
+  const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+  if (text.empty()) {
+    r.error(n, where + ": empty host; write a name such as 'example.com' or '*.example.com'");
+    return std::nullopt;
+  }
+  rule_config out;
+  std::string_view name = text;
+  out.type = rule_config::kind::host;
+  if (name.starts_with("*.")) {
+    out.type = rule_config::kind::wildcard;
+    name.remove_prefix(2);
+  }
+  if (name.find('*') != std::string_view::npos) {
+    r.error(n, where + ": wildcard in the wrong place in '" + text +
+                   "'; only a leading '*.' is allowed (it matches subdomains at any depth), e.g. '*.example.com'");
+    return std::nullopt;
+  }
+  if (is_ip_literal(name)) {
+    r.error(n, where + ": '" + text + "' is an address; write 'cidr: " + text + "' instead");
+    return std::nullopt;
+  }
+  auto canonical = domain_name::parse(name);
+  if (!canonical.has_value()) {
+    r.error(n, where + ": '" + text + "': " + std::string(to_string(canonical.error())));
+    return std::nullopt;
+  }
+  out.pattern = canonical->str();
+  out.mark = r.mark(n);
+  return out;
+}
+
+namespace {
+
+bool check_regex(yaml_reader& r, const YAML::Node& n, const std::string& where, const std::string& pattern) {
+  RE2::Options o;
+  o.set_case_sensitive(false);
+  o.set_log_errors(false);
+  RE2 re(pattern, o);
+  if (!re.ok()) {
+    r.error(n, where + ": bad regex '" + pattern + "': " + re.error());
+    return false;
+  }
+  if (re.ProgramSize() > max_regex_program_size) {
+    r.error(n, where + ": regex '" + pattern + "' is too complex (program size " + std::to_string(re.ProgramSize()) +
+                   " > " + std::to_string(max_regex_program_size) + "); split it or use '*.suffix' host rules");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<rule_config> parse_rule(yaml_reader& r, const YAML::Node& n, const std::string& where, rule_context ctx) {
+  if (!n.IsMap()) {
+    r.error(n, where + ": expected a rule mapping such as '{host: example.com}' or '{cidr: 198.51.100.0/24}'");
+    return std::nullopt;
+  }
+  if (ctx.family_entry) r.check_keys(n, {"host", "regex", "cidr", "ports", "why"}, where);
+  else r.check_keys(n, {"host", "regex", "cidr", "ports", "inspect"}, where);
+  const auto host = n["host"];
+  const auto regex = n["regex"];
+  const auto net = n["cidr"];
+  if (static_cast<int>(static_cast<bool>(host)) + static_cast<bool>(regex) + static_cast<bool>(net) != 1) {
+    r.error(n, where + ": a rule needs exactly one of 'host', 'regex' or 'cidr'");
+    return std::nullopt;
+  }
+  std::optional<rule_config> out;
+  if (host) {
+    out = parse_host_pattern(r, host, where + ".host");
+  } else if (regex) {
+    const std::string text = regex.IsScalar() ? regex.Scalar() : std::string();
+    if (text.empty()) {
+      r.error(regex, where + ".regex: empty regex");
+    } else if (check_regex(r, regex, where + ".regex", text)) {
+      out = rule_config{};
+      out->type = rule_config::kind::regex;
+      out->pattern = text;
+    }
+  } else {
+    const std::string text = net.IsScalar() ? net.Scalar() : std::string();
+    auto parsed = cidr::parse(text);
+    if (!parsed.has_value()) {
+      r.error(net, where + ".cidr: " + parsed.error());
+    } else {
+      out = rule_config{};
+      out->type = rule_config::kind::cidr;
+      out->network = *parsed;
+      out->pattern = parsed->to_string();
+    }
+  }
+  if (ctx.family_entry && !n["why"]) r.error(n, where + ": every family entry needs a 'why:' line");
+  if (!out) return std::nullopt;
+  out->mark = r.mark(n);
+  if (n["ports"]) out->ports = r.ports(n["ports"], where + ".ports");
+  else if (!ctx.is_deny) out->ports = {80, 443};
+  if (auto i = n["inspect"]) {
+    const auto v = yaml_reader::scalar_text(i);
+    if (v == "true") out->inspect = true;
+    else if (v != "false") r.error(i, where + ".inspect: '" + v + "'; expected true or false");
+    if (out->inspect && (out->type == rule_config::kind::cidr || ctx.is_deny))
+      r.error(i, where + ".inspect: only allow rules for names can be inspected");
+  }
+  return out;
+}
+
+std::vector<rule_config> parse_rules(yaml_reader& r, const YAML::Node& n, const std::string& where, rule_context ctx) {
+  std::vector<rule_config> out;
+  if (!n.IsSequence()) {
+    r.error(n, where + ": expected a list of rules");
+    return out;
+  }
+  std::size_t i = 0;
+  for (const auto& item : n)
+    if (auto rule = parse_rule(r, item, where + "[" + std::to_string(i++) + "]", ctx)) out.push_back(std::move(*rule));
+  return out;
+}
+
+}  // namespace airlock::policy::detail

@@ -108,7 +108,8 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
     return wire::build_error(q, rc, std::pair<std::uint16_t, std::string>{ede, "airlock: " + std::string(policy::to_string(why))});
   };
 
-  const auto session = snap->session_for(client_address);
+  const auto registered = ctx.policies.registered();
+  const auto session = snap->session_for(client_address, registered.get());
   if (!session) co_return refuse(wire::rcode::refused, reason::no_session, ede_blocked);
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();

@@ -172,7 +172,15 @@ boost::system::result<std::shared_ptr<const snapshot>, std::vector<config_error>
   return std::shared_ptr<const snapshot>(std::move(s));
 }
 
-std::optional<snapshot::session> snapshot::session_for(const boost::asio::ip::address& source) const noexcept {
+std::optional<snapshot::session> snapshot::session_for(const boost::asio::ip::address& source,
+                                                       const session_table* registered) const noexcept {
+  if (registered) {
+    if (const auto* r = registered->find(source)) {
+      const auto* p = find_policy(r->policy);
+      if (!p) return std::nullopt;
+      return session{r->id, p};
+    }
+  }
   for (const auto& b : bindings_)
     if (b.source.contains(source)) return session{b.id, b.policy};
   if (default_policy_) return session{"default", default_policy_};

@@ -6,6 +6,7 @@
 #include "policy/domain_name.hpp"
 #include "policy/reason.hpp"
 #include "policy/rule_index.hpp"
+#include "policy/session_table.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/system/result.hpp>
@@ -71,9 +72,12 @@ class snapshot {
     std::string_view id;
     const compiled_policy* policy;
   };
-  // The session a source address belongs to: longest configured prefix, then the default
-  // policy; nullopt when neither applies (the caller denies with reason no_session).
-  std::optional<session> session_for(const boost::asio::ip::address& source) const noexcept;
+  // The session a source address belongs to: a session registered at run time first, then
+  // the longest configured prefix, then the default policy. nullopt (the caller denies
+  // with reason no_session) when none applies, or when a registered session names a
+  // policy this snapshot does not have: never a fall-back to a broader binding.
+  std::optional<session> session_for(const boost::asio::ip::address& source,
+                                     const session_table* registered = nullptr) const noexcept;
 
   const compiled_policy* find_policy(std::string_view name) const noexcept;
   // A content hash of everything that can change a decision; decisions log it.

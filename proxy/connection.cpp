@@ -103,7 +103,8 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   const std::uint16_t port = dst->port();
 
   // 2. Whose traffic this is: decided by where it enters, never by what it says.
-  const auto session = snap->session_for(peer.address());
+  const auto registered = ctx.policies.registered();
+  const auto session = snap->session_for(peer.address(), registered.get());
   if (!session) {
     rec.reason = reason::no_session;
     co_await refuse(client, sniffed::kind::unknown, rec);

@@ -262,3 +262,18 @@ policies:
   REQUIRE(s.has_value());
   CHECK((*s)->find_policy("p")->decide(name("registry.npmjs.org"), 443).inspect);
 }
+
+TEST_CASE("sessions registered at run time take precedence; a missing policy denies, never falls back") {
+  auto s = compile(policy_yaml);
+  session_table registered({
+      {"sbx-1", {*cidr::parse("198.51.100.200/32")}, "p", {{"task", "t1"}}},
+      {"sbx-2", {*cidr::parse("198.51.100.201/32")}, "gone", {}},
+  });
+  auto one = s->session_for(ip("198.51.100.200"), &registered);
+  REQUIRE(one);
+  CHECK(one->id == "sbx-1");
+  CHECK(one->policy->name() == "p");  // the config alone says "watch" for this address
+  CHECK(s->session_for(ip("198.51.100.200"))->policy->name() == "watch");
+  CHECK_FALSE(s->session_for(ip("198.51.100.201"), &registered));
+  CHECK(s->session_for(ip("198.51.100.5"), &registered)->policy->name() == "p");
+}

@@ -61,6 +61,7 @@ struct running {
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
   std::list<udp::socket> dns_sockets;
+  std::list<tcp::acceptor> dns_acceptors;
   std::list<tcp::acceptor> acceptors;
   std::size_t active_connections = 0;
   bool stopping = false;
@@ -90,6 +91,14 @@ asio::awaitable<void> serve_connection(running& r, tcp::socket socket) {
     ~count() { --r.active_connections; }
   } guard(r);
   co_await proxy::handle_connection(std::move(socket), *r.proxy_ctx);
+}
+
+bool listen_on(tcp::acceptor& a, const policy::endpoint_config& ep, std::string_view what) {
+  if (!bind_socket(a, tcp::endpoint(ep.address, ep.port), what)) return false;
+  boost::system::error_code ec;
+  a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) std::fprintf(stderr, "airlock: listen on %s: %s\n", ep.to_string().c_str(), ec.message().c_str());
+  return !ec;
 }
 
 asio::awaitable<void> accept_loop(running& r, tcp::acceptor& acceptor) {
@@ -154,6 +163,7 @@ asio::awaitable<void> handle_signals(running& r, const daemon_options& options) 
     boost::system::error_code ignored;
     for (auto& a : r.acceptors) a.close(ignored);
     for (auto& s : r.dns_sockets) s.close(ignored);
+    for (auto& a : r.dns_acceptors) a.close(ignored);
     co_spawn(r.io, drain_then_stop(r), [](std::exception_ptr) {});
   }
 }
@@ -197,18 +207,11 @@ int run_daemon(const daemon_options& options) {
 
   for (const auto& ep : cfg->listen.dns) {
     auto& s = r.dns_sockets.emplace_back(r.io);
-    if (!bind_socket(s, udp::endpoint(ep.address, ep.port), "dns")) return 1;
+    if (!bind_socket(s, udp::endpoint(ep.address, ep.port), "dns (udp)")) return 1;
+    if (!listen_on(r.dns_acceptors.emplace_back(r.io), ep, "dns (tcp)")) return 1;
   }
-  for (const auto& ep : cfg->listen.proxy) {
-    auto& a = r.acceptors.emplace_back(r.io);
-    if (!bind_socket(a, tcp::endpoint(ep.address, ep.port), "proxy")) return 1;
-    boost::system::error_code ec;
-    a.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      std::fprintf(stderr, "airlock: listen on %s: %s\n", ep.to_string().c_str(), ec.message().c_str());
-      return 1;
-    }
-  }
+  for (const auto& ep : cfg->listen.proxy)
+    if (!listen_on(r.acceptors.emplace_back(r.io), ep, "proxy")) return 1;
 
   auto report = [](const char* where) {
     return [where](std::exception_ptr e) {
@@ -221,6 +224,7 @@ int run_daemon(const daemon_options& options) {
     };
   };
   for (auto& s : r.dns_sockets) co_spawn(r.io, dns::serve_udp(s, *r.dns_ctx), report("dns listener"));
+  for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
   for (auto& a : r.acceptors) co_spawn(r.io, accept_loop(r, a), report("proxy listener"));
   co_spawn(r.io, handle_signals(r, options), report("signal handler"));
 

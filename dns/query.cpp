@@ -121,6 +121,13 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   auto name = policy::domain_name::parse(rec.name);
   if (!name.has_value()) co_return refuse(wire::rcode::nxdomain, reason::invalid_name, ede_blocked);
 
+  // Firefox's canary: NXDOMAIN here tells it not to switch to its own DoH resolver
+  // (which would take DNS past airlock), whatever the policy allows.
+  if (name->str() == "use-application-dns.net") {
+    rec.notes.push_back("doh_canary");
+    co_return refuse(wire::rcode::nxdomain, reason::host_denied, ede_blocked);
+  }
+
   const auto d = session->policy->decide(*name, policy::any_port);
   rec.verdict = d.verdict;
   rec.reason = d.reason;

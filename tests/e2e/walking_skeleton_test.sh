@@ -67,6 +67,15 @@ expect "  dig sees NXDOMAIN with the reason as an extended DNS error" \
 expect "  the upstream's query log shows the allowed name (the log works)" grep -q 'allowed.airlock.test. A IN' "$W/unbound.log"
 expect_not "  the upstream's query log never saw the denied name" grep -q 'denied.airlock.test' "$W/unbound.log"
 
+expect "DNS over TCP answers an allowed name" \
+  bash -c "ip netns exec $SBX dig +tcp +time=3 +tries=1 @$GW_SBX_IP allowed.airlock.test | grep -q 'status: NOERROR'"
+expect "DNS over TCP refuses a denied name" \
+  bash -c "ip netns exec $SBX dig +tcp +time=3 +tries=1 @$GW_SBX_IP denied.airlock.test | grep -q 'status: NXDOMAIN'"
+expect "the DoH canary use-application-dns.net gets NXDOMAIN" \
+  bash -c "ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP use-application-dns.net | grep -q 'status: NXDOMAIN'"
+expect "  its dns line names it" line event=dns name=use-application-dns.net verdict=deny reason=host_denied
+expect_not "  and the upstream never saw it" grep -q 'use-application-dns' "$W/unbound.log"
+
 # 3. Denied by the proxy even when the client brings its own address.
 expect_not "https to a denied name at a forced address fails" \
   sbx_curl --resolve denied.airlock.test:443:$ATTACKER_IP https://denied.airlock.test/

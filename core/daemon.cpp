@@ -58,6 +58,7 @@ struct running {
   asio::io_context io{1};
   std::unique_ptr<policy::store> policies;
   std::unique_ptr<dns::resolver> resolver;
+  dns::name_table names;
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
   std::list<udp::socket> dns_sockets;
@@ -114,6 +115,17 @@ asio::awaitable<void> accept_loop(running& r, tcp::acceptor& acceptor) {
     spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket)), [](const char* what) {
       std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
     });
+  }
+}
+
+// The name table forgets expired answers once a minute (and whenever a cap is hit).
+asio::awaitable<void> expire_names(running& r) {
+  asio::steady_timer tick(r.io);
+  while (!r.stopping) {
+    tick.expires_after(std::chrono::seconds(60));
+    auto [ec] = co_await tick.async_wait(nothrow);
+    if (ec) co_return;
+    r.names.expire(dns::name_table::clock::now());
   }
 }
 
@@ -202,8 +214,8 @@ int run_daemon(const daemon_options& options) {
     return 1;
   }
   r.resolver = std::move(*resolver);
-  r.dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*r.policies, *r.resolver, *r.log});
-  r.proxy_ctx = std::make_unique<proxy::proxy_context>(proxy::proxy_context{*r.policies, *r.resolver, *r.log, {}});
+  r.dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*r.policies, *r.resolver, *r.log, r.names});
+  r.proxy_ctx = std::make_unique<proxy::proxy_context>(proxy::proxy_context{*r.policies, *r.resolver, *r.log, r.names, {}});
 
   for (const auto& ep : cfg->listen.dns) {
     auto& s = r.dns_sockets.emplace_back(r.io);
@@ -227,6 +239,7 @@ int run_daemon(const daemon_options& options) {
   for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
   for (auto& a : r.acceptors) co_spawn(r.io, accept_loop(r, a), report("proxy listener"));
   co_spawn(r.io, handle_signals(r, options), report("signal handler"));
+  co_spawn(r.io, expire_names(r), report("name table expiry"));
 
   const auto current = r.policies->current();
   std::string where;

@@ -158,6 +158,7 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   reply.hdr.flags = static_cast<std::uint16_t>(0x8080 | (q.hdr.flags & 0x0100) | upstream->hdr.rcode_bits());
   reply.questions.push_back(q.q);  // the client's own casing (0x20 clients check it)
   std::size_t removed = 0;
+  const auto now = name_table::clock::now();
   for (auto& rr : upstream->answers) {
     if (auto a = address_of(rr)) {
       // DNS rebinding: an allowed name must not hand out an internal address, unless a
@@ -167,6 +168,9 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
         continue;
       }
       rec.answers.push_back(a->to_string());
+      // Before the answer leaves: the client's first connection must find it here.
+      if (!ctx.names.record(session->id, *a, name->str(), q.hdr.id, rr.ttl, now))
+        rec.notes.push_back("name_table_full");
     }
     if (rr.owner.equals_ignore_case(q.q.qname)) rr.owner = q.q.qname;
     reply.answers.push_back(std::move(rr));

@@ -2,6 +2,7 @@
 // One DNS query, top to bottom: parse, find the session, decide, resolve upstream,
 // filter the answer, reply under the client's own id, log exactly one decision.
 #include "core/decision.hpp"
+#include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
 #include "policy/store.hpp"
 
@@ -19,6 +20,7 @@ struct query_context {
   policy::store& policies;
   resolver& upstream;
   core::decision_sink& log;
+  name_table& names;
 };
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).

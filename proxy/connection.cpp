@@ -137,8 +137,26 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
       d = session->policy->decide(*name, port);
     }
   } else {
-    // No name at all (or an address written as one): only a cidr rule can allow it.
+    // No name at all (or an address written as one): a cidr rule, or an address this
+    // session got from airlock's DNS for a name allowed on this port.
     d = session->policy->decide(dst->address(), port);
+    if (d.reason == reason::no_name) {
+      std::optional<policy::decision> by_name;
+      for (const auto& e : ctx.names.lookup(session->id, dst->address(), dns::name_table::clock::now())) {
+        auto known = policy::domain_name::parse(e.name);
+        if (!known.has_value()) continue;
+        const auto nd = session->policy->decide(*known, port);
+        if (!by_name || (nd.allowed() && !by_name->allowed())) {
+          by_name = nd;
+          rec.name = e.name;  // named in the log even when denied (e.g. port_not_allowed)
+        }
+        if (nd.verdict == verdict::allow) break;
+      }
+      if (by_name) {
+        d = *by_name;
+        rec.notes.push_back("name_from_dns_answer");
+      }
+    }
   }
   rec.verdict = d.verdict;
   rec.reason = d.reason;

@@ -13,7 +13,8 @@ done
 
 WORLD_RECORDS="allowed.airlock.test 203.0.113.10
 denied.airlock.test 203.0.113.66
-private.airlock.test 10.0.0.5"
+private.airlock.test 10.0.0.5
+ssh.airlock.test 203.0.113.10"
 WORLD_CERT_NAMES="allowed.airlock.test denied.airlock.test"
 source "$here/lib/world.sh"
 world_up
@@ -31,12 +32,17 @@ policies:
     allow:
       - host: allowed.airlock.test
       - host: private.airlock.test
+      - host: ssh.airlock.test
+        ports: [22]
 sessions:
   - id: e2e-sandbox
     source: 198.51.100.0/24
     policy: sandbox
 YAML
 world_start_airlock -c "$W/airlock.yaml"
+world_tcp_banner "$ORIGIN_IP" 22
+world_tcp_banner "$ORIGIN_IP" 2222
+world_tcp_banner "$ATTACKER_IP" 22
 
 passed=0 failed=0
 pass() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
@@ -108,7 +114,26 @@ expect "http to it through a forced address gets 403" \
   body_is 403 sbx_curl -o /dev/null -w '%{http_code}' --resolve private.airlock.test:80:$ATTACKER_IP http://private.airlock.test/
 expect "  its connect line: deny private_address" line event=connect name=private.airlock.test verdict=deny reason=private_address
 
-# 7. Nothing ever reached the attacker, and the log is well-formed and complete.
+# 7. Opaque TCP (ssh-like, no name on the wire): allowed only to an address this sandbox got
+#    from airlock's DNS for a name allowed on that port.
+ssh_probe() {  # ADDR PORT: sends a client banner, prints the server's
+  world_sbx timeout 10 python3 -c '
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+c.sendall(b"SSH-2.0-sandbox\r\n"); print(c.recv(256).decode().strip())' "$1" "$2"
+}
+world_sbx dig +short +time=3 +tries=1 @$GW_SBX_IP ssh.airlock.test >/dev/null
+expect "ssh-like TCP to an address learned from an allowed name's DNS answer works" \
+  body_is "SSH-2.0-airlock-e2e" ssh_probe 203.0.113.10 22
+expect "  its connect line: tcp, named from the DNS answer, allowed by the name's rule" \
+  line event=connect proto=tcp dst=203.0.113.10:22 name=ssh.airlock.test verdict=allow reason=host_allowed upstream=203.0.113.10:22
+expect_not "the same address on a port the rule does not list is refused" ssh_probe 203.0.113.10 2222
+expect "  its connect line: port_not_allowed, still named" \
+  line event=connect proto=tcp dst=203.0.113.10:2222 name=ssh.airlock.test verdict=deny reason=port_not_allowed
+expect_not "ssh-like TCP to an address no DNS answer gave out is refused" ssh_probe $ATTACKER_IP 22
+expect "  its connect line: no_name" line event=connect proto=tcp dst=$ATTACKER_IP:22 verdict=deny reason=no_name
+
+# 8. Nothing ever reached the attacker, and the log is well-formed and complete.
 expect "the attacker's origin saw no request at all" test ! -s "$W/attacker-access.log"
 expect "every decision line is JSON with every contract field" python3 - "$W/decisions.jsonl" <<'PY'
 import json, sys
@@ -125,7 +150,7 @@ for l in lines:
 print(len(lines), "lines checked")
 PY
 
-# 8. Graceful shutdown: SIGTERM ends airlock with status 0.
+# 9. Graceful shutdown: SIGTERM ends airlock with status 0.
 kill -TERM "$AIRLOCK_PID"
 status=0
 wait "$AIRLOCK_PID" || status=$?

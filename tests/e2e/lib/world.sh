@@ -115,6 +115,26 @@ CONF
   WORLD_PIDS+=($!)
 }
 
+# A server-speaks-second TCP service (like sshd) on ADDR:PORT in the "internet": reads the
+# client's first line, answers with a banner, closes. Stops by itself after 120 s.
+world_tcp_banner() {
+  local addr=$1 port=$2
+  ip netns exec "$NET" timeout 120 python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(16)
+while True:
+    c, _ = s.accept(); c.settimeout(5)
+    try:
+        c.recv(256); c.sendall(b"SSH-2.0-airlock-e2e\r\n")
+    except OSError:
+        pass
+    c.close()
+' "$addr" "$port" &
+  WORLD_PIDS+=($!)
+  world_wait_listen "$NET" t "$port"
+}
+
 # Waits (bounded) until something listens on PROTO ADDR:PORT inside namespace NS.
 world_wait_listen() {
   local ns=$1 proto=$2 port=$3

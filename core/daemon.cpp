@@ -59,6 +59,7 @@ struct running {
   std::unique_ptr<policy::store> policies;
   std::unique_ptr<dns::resolver> resolver;
   dns::name_table names;
+  dns::answer_cache cache;
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
   std::list<udp::socket> dns_sockets;
@@ -214,8 +215,8 @@ int run_daemon(const daemon_options& options) {
     return 1;
   }
   r.resolver = std::move(*resolver);
-  r.dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*r.policies, *r.resolver, *r.log, r.names});
-  r.proxy_ctx = std::make_unique<proxy::proxy_context>(proxy::proxy_context{*r.policies, *r.resolver, *r.log, r.names, {}});
+  r.dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*r.policies, *r.resolver, *r.log, r.names, r.cache});
+  r.proxy_ctx = std::make_unique<proxy::proxy_context>(proxy::proxy_context{*r.policies, *r.resolver, *r.log, r.names, r.cache, {}});
 
   for (const auto& ep : cfg->listen.dns) {
     auto& s = r.dns_sockets.emplace_back(r.io);

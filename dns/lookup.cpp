@@ -1,38 +1,46 @@
 #include "dns/lookup.hpp"
 
-#include "dns/wire.hpp"
-
 #include <cstring>
 
 namespace airlock::dns {
 
-std::vector<boost::asio::ip::address> addresses_in(std::string_view packet) {
-  std::vector<boost::asio::ip::address> out;
-  auto msg = wire::parse_message(std::as_bytes(std::span(packet.data(), packet.size())));
-  if (!msg.has_value()) return out;
-  for (const auto& rr : msg->answers) {
-    if (rr.rclass != wire::class_in) continue;
-    if (rr.rtype == wire::type::a && rr.rdata.size() == 4) {
-      boost::asio::ip::address_v4::bytes_type b;
-      std::memcpy(b.data(), rr.rdata.data(), 4);
-      out.emplace_back(boost::asio::ip::address_v4(b));
-    } else if (rr.rtype == wire::type::aaaa && rr.rdata.size() == 16) {
-      boost::asio::ip::address_v6::bytes_type b;
-      std::memcpy(b.data(), rr.rdata.data(), 16);
-      out.emplace_back(boost::asio::ip::address_v6(b));
-    }
+std::optional<boost::asio::ip::address> address_of(const wire::record& rr) {
+  if (rr.rclass != wire::class_in) return std::nullopt;
+  if (rr.rtype == wire::type::a && rr.rdata.size() == 4) {
+    boost::asio::ip::address_v4::bytes_type b;
+    std::memcpy(b.data(), rr.rdata.data(), 4);
+    return boost::asio::ip::address_v4(b);
   }
-  return out;
+  if (rr.rtype == wire::type::aaaa && rr.rdata.size() == 16) {
+    boost::asio::ip::address_v6::bytes_type b;
+    std::memcpy(b.data(), rr.rdata.data(), 16);
+    return boost::asio::ip::address_v6(b);
+  }
+  return std::nullopt;
 }
 
-boost::asio::awaitable<address_list> lookup_addresses(resolver& r, const policy::domain_name& name) {
-  auto v4 = co_await r.query(name.str(), wire::type::a);
-  if (!v4.has_value()) co_return v4.error();
-  auto found = addresses_in(*v4);
-  if (!found.empty()) co_return found;
-  auto v6 = co_await r.query(name.str(), wire::type::aaaa);
-  if (!v6.has_value()) co_return v6.error();
-  co_return addresses_in(*v6);
+boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(resolver& r, answer_cache& cache,
+                                                                               const policy::domain_name& name,
+                                                                               std::uint16_t qtype) {
+  if (auto hit = cache.find(name.str(), qtype, answer_cache::clock::now())) co_return resolved{std::move(*hit), true};
+  auto raw = co_await r.query(name.str(), qtype);
+  if (!raw.has_value()) co_return raw.error();
+  auto parsed = wire::parse_message(std::as_bytes(std::span(raw->data(), raw->size())));
+  if (!parsed.has_value()) co_return resolve_error::bad_answer;  // never cached, never passed on
+  cache.store(name.str(), qtype, *parsed, answer_cache::clock::now());
+  co_return resolved{std::move(*parsed), false};
+}
+
+boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name) {
+  std::vector<boost::asio::ip::address> found;
+  for (auto qtype : {wire::type::a, wire::type::aaaa}) {
+    auto answer = co_await resolve(r, cache, name, qtype);
+    if (!answer.has_value()) co_return answer.error();
+    for (const auto& rr : answer->answer.answers)
+      if (auto a = address_of(rr)) found.push_back(*a);
+    if (!found.empty()) break;
+  }
+  co_return found;
 }
 
 }  // namespace airlock::dns

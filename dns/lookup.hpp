@@ -1,7 +1,10 @@
 #pragma once
-// airlock's own resolution of a name, for the proxy: the addresses it will connect to,
+// airlock's own resolution: through the shared answer cache, then upstream. The DNS
+// server answers clients from it; the proxy connects only to the addresses it returns,
 // whatever address the client aimed at.
+#include "dns/answer_cache.hpp"
 #include "dns/resolver.hpp"
+#include "dns/wire.hpp"
 #include "policy/domain_name.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -11,13 +14,23 @@
 
 namespace airlock::dns {
 
+struct resolved {
+  wire::message answer;
+  bool from_cache = false;
+};
+
+// Call only for a name the asking session may resolve: the cache is shared.
+boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(resolver& r, answer_cache& cache,
+                                                                               const policy::domain_name& name,
+                                                                               std::uint16_t qtype);
+
 using address_list = boost::system::result<std::vector<boost::asio::ip::address>, resolve_error>;
 
 // A records first; AAAA only when there are none. CNAME chains are followed by the
 // upstream, so the addresses at the end of the chain are what comes back.
-boost::asio::awaitable<address_list> lookup_addresses(resolver& r, const policy::domain_name& name);
+boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name);
 
-// The A/AAAA addresses in an upstream answer (answer section only).
-std::vector<boost::asio::ip::address> addresses_in(std::string_view packet);
+// The A/AAAA address of a record, if it is one.
+std::optional<boost::asio::ip::address> address_of(const wire::record& rr);
 
 }  // namespace airlock::dns

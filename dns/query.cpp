@@ -1,5 +1,6 @@
 #include "dns/query.hpp"
 
+#include "dns/lookup.hpp"
 #include "dns/wire.hpp"
 #include "policy/special_addresses.hpp"
 
@@ -43,21 +44,6 @@ std::string rcode_name(std::uint8_t rc) {
     case 5: return "REFUSED";
     default: return "RCODE" + std::to_string(rc);
   }
-}
-
-std::optional<boost::asio::ip::address> address_of(const wire::record& rr) {
-  if (rr.rclass != wire::class_in) return std::nullopt;
-  if (rr.rtype == wire::type::a && rr.rdata.size() == 4) {
-    boost::asio::ip::address_v4::bytes_type b;
-    std::memcpy(b.data(), rr.rdata.data(), 4);
-    return boost::asio::ip::address_v4(b);
-  }
-  if (rr.rtype == wire::type::aaaa && rr.rdata.size() == 16) {
-    boost::asio::ip::address_v6::bytes_type b;
-    std::memcpy(b.data(), rr.rdata.data(), 16);
-    return boost::asio::ip::address_v6(b);
-  }
-  return std::nullopt;
 }
 
 // Emits the record exactly once, whichever way the query ends.
@@ -137,20 +123,16 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
     co_return refuse(wire::rcode::nxdomain, d.reason, ede_blocked);
   }
 
-  auto raw = co_await ctx.upstream.query(name->str(), q.q.qtype);
-  if (!raw.has_value()) {
+  auto resolved = co_await resolve(ctx.upstream, ctx.cache, *name, q.q.qtype);
+  if (!resolved.has_value()) {
+    // Upstream down, timing out or answering garbage: SERVFAIL, never a made-up answer.
     rec.reason = reason::resolve_failed;
-    rec.notes.push_back("upstream_" + std::string(to_string(raw.error())));
+    rec.notes.push_back("upstream_" + std::string(to_string(resolved.error())));
     rec.rcode = "SERVFAIL";
     co_return wire::build_error(q, wire::rcode::servfail);
   }
-  auto upstream = wire::parse_message(std::as_bytes(std::span(raw->data(), raw->size())));
-  if (!upstream.has_value()) {
-    rec.reason = reason::resolve_failed;
-    rec.notes.push_back("upstream_bad_answer");
-    rec.rcode = "SERVFAIL";
-    co_return wire::build_error(q, wire::rcode::servfail);
-  }
+  if (resolved->from_cache) rec.notes.push_back("cache_hit");
+  wire::message* upstream = &resolved->answer;
 
   wire::message reply;
   reply.hdr.id = q.hdr.id;

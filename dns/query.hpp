@@ -2,6 +2,7 @@
 // One DNS query, top to bottom: parse, find the session, decide, resolve upstream,
 // filter the answer, reply under the client's own id, log exactly one decision.
 #include "core/decision.hpp"
+#include "dns/answer_cache.hpp"
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
 #include "policy/store.hpp"
@@ -21,6 +22,7 @@ struct query_context {
   resolver& upstream;
   core::decision_sink& log;
   name_table& names;
+  answer_cache& cache;
 };
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).

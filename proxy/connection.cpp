@@ -169,7 +169,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   // 5. Where to connect: airlock's own resolution of the name, never the client's choice.
   std::vector<asio::ip::address> targets;
   if (name) {
-    auto resolved = co_await dns::lookup_addresses(ctx.resolver, *name);
+    auto resolved = co_await dns::lookup_addresses(ctx.resolver, ctx.cache, *name);
     if (!resolved.has_value() || resolved->empty()) {
       rec.reason = reason::resolve_failed;
       if (!resolved.has_value()) rec.notes.push_back("upstream_" + std::string(dns::to_string(resolved.error())));

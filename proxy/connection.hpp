@@ -2,6 +2,7 @@
 // One transparent connection, top to bottom: original destination, session, sniff,
 // decide, connect to airlock's own resolution, relay, log.
 #include "core/decision.hpp"
+#include "dns/answer_cache.hpp"
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
 #include "policy/store.hpp"
@@ -25,6 +26,7 @@ struct proxy_context {
   dns::resolver& resolver;
   core::decision_sink& log;
   const dns::name_table& names;
+  dns::answer_cache& cache;
   proxy_settings settings;
   std::uint64_t next_conn = 0;  // one context per io_context: no sharing, no atomics
 };

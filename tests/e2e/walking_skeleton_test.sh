@@ -64,6 +64,10 @@ expect "  its dns line: allow, answered with the origin's address" \
 expect "http to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl http://allowed.airlock.test/
 expect "  its connect line: allow over http" line event=connect proto=http name=allowed.airlock.test verdict=allow upstream=203.0.113.10:80
 
+expect "a repeated allowed query is answered from the cache" \
+  line event=dns name=allowed.airlock.test qtype=A verdict=allow notes~=cache_hit
+expect "  so the upstream saw the name once" test "$(grep -c 'allowed.airlock.test. A IN' "$W/unbound.log")" -eq 1
+
 # 2. A denied name: DNS answers NXDOMAIN itself and never asks the upstream.
 expect_not "https to a denied name fails" sbx_curl https://denied.airlock.test/
 expect "  its dns line: deny host_not_allowed, NXDOMAIN" \

@@ -3,7 +3,8 @@
 
     decisions.py LOG [--count N] [--wait SECONDS] KEY=VALUE...
 
-VALUE 'null' matches JSON null. Prints the matching lines. Exit 0 when at least one
+VALUE 'null' matches JSON null; KEY~=TEXT matches when TEXT occurs in the value
+(as JSON, so it works for lists such as notes). Prints the matching lines. Exit 0 when at least one
 line matches (exactly N with --count), 1 otherwise. The log is written asynchronously,
 so it is re-read until --wait seconds pass (default 5)."""
 import json
@@ -13,6 +14,10 @@ import time
 
 def matches(obj, conditions):
     for key, want in conditions:
+        if key.endswith("~"):
+            if want not in json.dumps(obj.get(key[:-1])):
+                return False
+            continue
         have = obj.get(key, "<absent>")
         if have is None:
             have = "null"

@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdio>
+#include <algorithm>
 #include <list>
 
 namespace airlock::core {
@@ -216,6 +217,10 @@ int run_daemon(const daemon_options& options) {
   }
   r.resolver = std::move(*resolver);
   r.dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*r.policies, *r.resolver, *r.log, r.names, r.cache});
+  // AAAA answers only when the proxy can carry IPv6: otherwise clients without Happy
+  // Eyeballs would try an address whose connection can only be refused.
+  r.dns_ctx->filter.ipv6 = std::any_of(cfg->listen.proxy.begin(), cfg->listen.proxy.end(),
+                                       [](const auto& ep) { return ep.address.is_v6(); });
   r.proxy_ctx = std::make_unique<proxy::proxy_context>(proxy::proxy_context{*r.policies, *r.resolver, *r.log, r.names, r.cache, {}});
 
   for (const auto& ep : cfg->listen.dns) {

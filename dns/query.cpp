@@ -1,5 +1,6 @@
 #include "dns/query.hpp"
 
+#include "dns/answer_filter.hpp"
 #include "dns/lookup.hpp"
 #include "dns/wire.hpp"
 #include "policy/special_addresses.hpp"
@@ -100,6 +101,13 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
 
+  // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
+  const auto now = core::token_bucket::clock::now();
+  auto bucket = ctx.buckets.find(rec.session);
+  if (bucket == ctx.buckets.end())
+    bucket = ctx.buckets.emplace(rec.session, core::token_bucket(ctx.limits.queries_per_second, ctx.limits.burst, now)).first;
+  if (!bucket->second.take(now)) co_return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
+
   // ANY is an amplification and enumeration tool; no client airlock serves needs it.
   if (q.q.qclass != wire::class_in || q.q.qtype == wire::type::any)
     co_return refuse(wire::rcode::refused, reason::dns_type_refused, ede_blocked);
@@ -139,16 +147,14 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   // QR, opcode 0, RD as asked, RA, the upstream's RCODE.
   reply.hdr.flags = static_cast<std::uint16_t>(0x8080 | (q.hdr.flags & 0x0100) | upstream->hdr.rcode_bits());
   reply.questions.push_back(q.q);  // the client's own casing (0x20 clients check it)
-  std::size_t removed = 0;
-  const auto now = name_table::clock::now();
+  // Only what the client may use leaves airlock: the CNAME chain under the asked name,
+  // no special addresses (DNS rebinding) unless a cidr rule allows them, no ECH or
+  // address hints in HTTPS/SVCB, no h3 while QUIC is dropped, no AAAA without IPv6.
+  const auto outcome = filter_answer(*upstream, q.q.qname, ctx.filter, [&](const boost::asio::ip::address& a) {
+    return session->policy->cidr_allowance(a, policy::any_port) != nullptr;
+  });
   for (auto& rr : upstream->answers) {
     if (auto a = address_of(rr)) {
-      // DNS rebinding: an allowed name must not hand out an internal address, unless a
-      // cidr rule allows exactly that.
-      if (policy::is_special(policy::classify(*a)) && !session->policy->cidr_allowance(*a, policy::any_port)) {
-        ++removed;
-        continue;
-      }
       rec.answers.push_back(a->to_string());
       // Before the answer leaves: the client's first connection must find it here.
       if (!ctx.names.record(session->id, *a, name->str(), q.hdr.id, rr.ttl, now))
@@ -166,8 +172,12 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   std::size_t limit = 65535;
   if (over_udp) limit = q.opt ? std::max<std::size_t>(512, q.opt->udp_size) : 512;
   rec.rcode = rcode_name(upstream->hdr.rcode_bits());
-  if (removed > 0) {
-    rec.notes.push_back("stripped_" + std::to_string(removed) + "_special_addresses");
+  if (outcome.svcb_rewritten) rec.notes.push_back("svcb_rewritten_" + std::to_string(outcome.svcb_rewritten));
+  if (outcome.removed_aaaa) rec.notes.push_back("aaaa_removed_no_ipv6");
+  if (const auto other = outcome.removed() - outcome.removed_special - outcome.removed_aaaa)
+    rec.notes.push_back("removed_" + std::to_string(other) + "_out_of_chain_or_malformed");
+  if (outcome.removed_special > 0) {
+    rec.notes.push_back("stripped_" + std::to_string(outcome.removed_special) + "_special_addresses");
     if (rec.answers.empty()) {
       // NOERROR with no data: the name exists, there is just nothing here to reach.
       rec.verdict = verdict::deny;

@@ -2,7 +2,9 @@
 // One DNS query, top to bottom: parse, find the session, decide, resolve upstream,
 // filter the answer, reply under the client's own id, log exactly one decision.
 #include "core/decision.hpp"
+#include "core/token_bucket.hpp"
 #include "dns/answer_cache.hpp"
+#include "dns/answer_filter.hpp"
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
 #include "policy/store.hpp"
@@ -14,8 +16,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 
 namespace airlock::dns {
+
+struct query_limits {
+  double queries_per_second = 200;  // per session
+  double burst = 400;
+};
 
 struct query_context {
   policy::store& policies;
@@ -23,6 +31,10 @@ struct query_context {
   core::decision_sink& log;
   name_table& names;
   answer_cache& cache;
+  query_limits limits{};
+  filter_settings filter{};
+  // One bucket per session id: bounded by the number of sessions, not by clients.
+  std::unordered_map<std::string, core::token_bucket> buckets{};
 };
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).

@@ -31,6 +31,7 @@ std::string_view to_string(reason r) noexcept {
     case reason::upstream_unreachable: return "upstream_unreachable";
     case reason::dns_type_refused: return "dns_type_refused";
     case reason::dns_malformed: return "dns_malformed";
+    case reason::limit_exceeded: return "limit_exceeded";
     case reason::internal_error: return "internal_error";
   }
   return "internal_error";

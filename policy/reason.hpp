@@ -27,6 +27,7 @@ enum class reason : std::uint8_t {
   upstream_unreachable,  // no resolved address accepted the connection
   dns_type_refused,   // query type refused (ANY and the configured list)
   dns_malformed,      // the query did not parse
+  limit_exceeded,     // a per-session budget (query rate, ...) is spent
   internal_error,     // a bug: logged so it is never silent
 };
 

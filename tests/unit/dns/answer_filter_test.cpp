@@ -315,11 +315,13 @@ TEST_CASE("HTTPS/SVCB that need no change are not counted; AliasMode is kept") {
 
 TEST_CASE("AliasMode with params: the params are dropped (clients must ignore them anyway)") {
   wire::message m;
-  m.answers = {rr("h.example.com", wire::type::https, svcb_rdata(0, "cdn.example.net", param(4, ipv4_hint)))};
+  m.answers = {rr("h.example.com", wire::type::https, svcb_rdata(0, "cdn.example.net", param(4, ipv4_hint))),
+               rr("h.example.com", wire::type::https, svcb_rdata(0, "cdn.example.net", param(3, port_443) + "junk"))};
   const auto o = run(m, "h.example.com");
-  check_counts(o, 0, 0, 0, 1, 0, 0);
-  REQUIRE(m.answers.size() == 1);
+  check_counts(o, 0, 0, 0, 2, 0, 0);
+  REQUIRE(m.answers.size() == 2);
   CHECK(m.answers[0].rdata == svcb_rdata(0, "cdn.example.net"));
+  CHECK(m.answers[1].rdata == svcb_rdata(0, "cdn.example.net"));
 }
 
 TEST_CASE("SVCB (type 64) is filtered like HTTPS") {

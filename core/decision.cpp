@@ -61,6 +61,12 @@ std::string rfc3339_micros(std::chrono::system_clock::time_point tp) {
 
 }  // namespace
 
+std::string json_quote(std::string_view s) {
+  std::string out;
+  append_escaped(out, s);
+  return out;
+}
+
 std::string_view to_string(event_kind e) noexcept {
   switch (e) {
     case event_kind::dns: return "dns";

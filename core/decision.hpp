@@ -54,4 +54,7 @@ class decision_sink {
 
 std::string_view to_string(event_kind e) noexcept;
 
+// `s` as a JSON string literal, quotes included, escaped the same way as log lines.
+std::string json_quote(std::string_view s);
+
 }  // namespace airlock::core

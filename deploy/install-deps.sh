@@ -15,6 +15,8 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev
   libssl-dev libc-ares-dev libre2-dev libyaml-cpp-dev prometheus-cpp-dev libidn2-dev
   doctest-dev
+  # bench/ microbenchmarks
+  libbenchmark-dev
   # fuzz targets (clang's libFuzzer)
   clang-14 libfuzzer-14-dev
   # the launcher and the gateway rules

@@ -49,8 +49,9 @@ asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, const c
     co_await asio::async_write(client, asio::buffer(alert), nothrow);
     client.shutdown(tcp::socket::shutdown_send, ignored);
   } else if (channel == sniffed::kind::http) {
-    std::string body = "{\"reason\":\"" + std::string(policy::to_string(rec.reason)) + "\",\"rule\":\"" + rec.rule +
-                       "\",\"session\":\"" + rec.session + "\"}\n";
+    const std::string body = "{\"reason\":" + core::json_quote(policy::to_string(rec.reason)) +
+                             ",\"rule\":" + core::json_quote(rec.rule) + ",\"name\":" + core::json_quote(rec.name) +
+                             ",\"session\":" + core::json_quote(rec.session) + "}\n";
     std::string response = "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\n"
                            "X-Airlock-Reason: " + std::string(policy::to_string(rec.reason)) +
                            "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;

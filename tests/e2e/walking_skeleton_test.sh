@@ -95,6 +95,8 @@ expect "  the client was told with a TLS alert, not a hang" \
   bash -c "ip netns exec $SBX curl -sS --max-time 10 --cacert $W/ca.crt --resolve denied.airlock.test:443:$ATTACKER_IP https://denied.airlock.test/ 2>&1 | grep -qi 'alert access denied'"
 expect "plain http with a denied Host gets a 403 naming the reason" \
   bash -c "ip netns exec $SBX curl -sS --max-time 10 -i -H 'Host: denied.airlock.test' http://$ATTACKER_IP/ | grep -q 'X-Airlock-Reason: host_not_allowed'"
+expect "  and a JSON body with reason, rule, name and session" \
+  bash -c "ip netns exec $SBX curl -sS --max-time 10 -H 'Host: denied.airlock.test' http://$ATTACKER_IP/ | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d == {\"reason\": \"host_not_allowed\", \"rule\": \"default\", \"name\": \"denied.airlock.test\", \"session\": \"e2e-sandbox\"}, d'"
 
 # 4. SNI and Host spoofing: the allowed name at the attacker's address reaches only the real origin.
 expect "SNI spoofing reaches the real origin, not the attacker" \

@@ -9,7 +9,8 @@
 # to the root namespace but /etc/netns/${P}-*/resolv.conf (what `ip netns exec` mounts),
 # and world_down removes all of it. Processes are stopped by the PIDs recorded here.
 #
-# Use: source this file, set WORLD_RECORDS (lines "NAME IP") and WORLD_CERT_NAMES, then
+# Use: source this file, set WORLD_RECORDS (lines "NAME IP" for an A record, or
+# "NAME TYPE DATA..." for any other) and WORLD_CERT_NAMES, then
 #   world_up            # namespaces, certificates, unbound, nginx
 #   world_start_airlock [airlock daemon args...]
 #   world_sbx CMD...    # run CMD in the sandbox
@@ -60,17 +61,36 @@ world_certs() {
     -extfile "$W/origin.ext" -out "$W/origin.crt" 2>/dev/null
 }
 
+# unbound serves each zone (the last two labels of a record's name) from a zone file,
+# authoritatively: CNAME chains inside a zone come back whole, and negative answers carry
+# the zone's SOA, as from a real authoritative server.
 world_unbound() {
+  mkdir -p "$W/zones"
+  local name rest zone tld
+  declare -A zones=() tlds=()
+  while read -r name rest; do
+    [[ -n $name ]] || continue
+    zone=$(awk -F. '{print $(NF-1) "." $NF}' <<<"$name")
+    if [[ -z ${zones[$zone]:-} ]]; then
+      zones[$zone]=1
+      tlds[${zone#*.}]=1
+      printf '$ORIGIN %s.\n$TTL 60\n@ IN SOA ns.%s. hostmaster.%s. 1 3600 600 86400 30\n@ IN NS ns.%s.\nns IN A %s\n' \
+        "$zone" "$zone" "$zone" "$zone" "$DNS_IP" >"$W/zones/$zone.zone"
+    fi
+    [[ $rest == *' '* ]] || rest="A $rest"
+    printf '%s. IN %s\n' "$name" "$rest" >>"$W/zones/$zone.zone"
+  done <<<"$WORLD_RECORDS"
   {
     printf 'server:\n  interface: %s\n  port: 53\n  access-control: 0.0.0.0/0 allow\n' "$DNS_IP"
     printf '  do-daemonize: no\n  username: ""\n  chroot: ""\n  directory: "%s"\n  pidfile: ""\n' "$W"
     printf '  use-syslog: no\n  logfile: "%s/unbound.log"\n  log-queries: yes\n  verbosity: 1\n' "$W"
     printf '  do-ip6: no\n  module-config: "iterator"\n'
-    local name ip
-    while read -r name ip; do
-      [[ -n $name ]] || continue
-      printf '  local-zone: "%s." static\n  local-data: "%s. 60 IN A %s"\n' "$name" "$name" "$ip"
-    done <<<"$WORLD_RECORDS"
+    # unbound answers special-use names like test. itself unless told not to
+    for tld in "${!tlds[@]}"; do printf '  local-zone: "%s." nodefault\n' "$tld"; done
+    for zone in "${!zones[@]}"; do
+      printf 'auth-zone:\n  name: "%s."\n  zonefile: "%s/zones/%s.zone"\n  for-downstream: yes\n  for-upstream: no\n' \
+        "$zone" "$W" "$zone"
+    done
     printf 'remote-control:\n  control-enable: no\n'
   } >"$W/unbound.conf"
   ip netns exec "$NET" unbound -d -c "$W/unbound.conf" 2>>"$W/unbound.stderr" &

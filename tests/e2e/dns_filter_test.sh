@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The filtering DNS server against a real upstream (unbound, query log on) and real dig:
+# CNAME chains to CDN names, ANY refused, truncation then TCP retry, malformed packets
+# answered FORMERR or ignored while the server keeps serving, and an upstream that stops
+# answering turned into SERVFAIL, never a made-up answer.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
+if [[ $(id -u) -ne 0 ]]; then echo "needs root (network namespaces)"; exit 77; fi
+for tool in unbound nginx dig nft ip openssl python3; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }
+done
+many=""
+for i in $(seq 1 60); do many+="big.airlock.test 198.18.0.$i"$'\n'; done
+WORLD_RECORDS="www.airlock.test CNAME edge.cdn.airlock.test.
+edge.cdn.airlock.test 203.0.113.10
+stray.airlock.test 203.0.113.77
+$many"
+WORLD_CERT_NAMES="www.airlock.test"
+source "$here/lib/world.sh"
+world_up
+cat >"$W/airlock.yaml" <<YAML
+version: 1
+listen:
+  proxy: 0.0.0.0:15001
+  dns: 0.0.0.0:15053
+upstream_dns: [$DNS_IP]
+log:
+  decisions: $W/decisions.jsonl
+policies:
+  sandbox:
+    allow:
+      - host: www.airlock.test
+      - host: big.airlock.test
+      - host: late.airlock.test
+sessions:
+  - source: 198.51.100.0/24
+    policy: sandbox
+YAML
+world_start_airlock -c "$W/airlock.yaml"
+
+passed=0 failed=0
+pass() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
+fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
+expect() { local d=$1; shift; if "$@" >"$W/last.out" 2>&1; then pass "$d"; else fail "$d"; sed 's/^/     /' "$W/last.out"; fi; }
+line() { python3 "$here/lib/decisions.py" "$W/decisions.jsonl" "$@"; }
+qdig() { world_sbx dig +time=3 +tries=1 @"$GW_SBX_IP" "$@"; }
+
+qdig www.airlock.test >"$W/cname.out" || true
+expect "a CNAME chain to a CDN name the policy does not list is answered" grep -q 'status: NOERROR' "$W/cname.out"
+expect "  with the CNAME and the CDN's address" \
+  bash -c "grep -q 'CNAME.*edge.cdn.airlock.test' $W/cname.out && grep -q '203.0.113.10' $W/cname.out"
+expect "  and its line lists the address" line event=dns name=www.airlock.test verdict=allow 'answers~=203.0.113.10'
+expect "the CDN name itself, asked directly, is denied (it is allowed only under the asked name)" \
+  bash -c "qdig() { ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP \"\$@\"; }; qdig edge.cdn.airlock.test | grep -q 'status: NXDOMAIN'"
+
+expect "ANY is refused" bash -c "ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP www.airlock.test ANY | grep -q 'status: REFUSED'"
+expect "  and logged as dns_type_refused, never forwarded" line event=dns name=www.airlock.test qtype=ANY reason=dns_type_refused
+
+qdig +ignore +bufsize=512 big.airlock.test >"$W/big-udp.out" || true
+expect "an answer too big for the client's UDP size is truncated (TC)" grep -q 'flags:.* tc' "$W/big-udp.out"
+qdig +bufsize=512 big.airlock.test >"$W/big.out" || true
+expect "  and dig's retry over TCP gets all 60 addresses" test "$(grep -c 'IN.A.198.18.0' "$W/big.out")" -eq 60
+
+# Malformed packets from a raw UDP socket: FORMERR or silence, never a crash.
+expect "malformed queries get FORMERR or silence" world_sbx timeout 20 python3 - "$GW_SBX_IP" <<'PY'
+import socket, struct, sys
+server = (sys.argv[1], 53)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.5)
+def header(qd=1, an=0, ns=0, ar=0, flags=0x0100, qid=0x4242):
+    return struct.pack(">HHHHHH", qid, flags, qd, an, ns, ar)
+q = b"\x03www\x07airlock\x04test\x00\x00\x01\x00\x01"
+cases = {
+    "empty": b"",
+    "one byte": b"\x00",
+    "eleven bytes": header()[:11],
+    "self pointer": header() + b"\xc0\x0c\x00\x01\x00\x01",
+    "forward pointer": header() + b"\xc0\x20\x00\x01\x00\x01" + b"\x00" * 20,
+    "label 64": header() + b"\x40" + b"a" * 64 + b"\x00\x00\x01\x00\x01",
+    "qdcount 2": header(qd=2) + q + q,
+    "qdcount 0": header(qd=0),
+    "counts 65535": header(qd=65535, an=65535, ns=65535, ar=65535),
+    "a response": header(flags=0x8180) + q,
+    "opcode update": header(flags=0x2800) + q,
+    "truncated question": header() + q[:7],
+}
+bad = []
+for name, pkt in cases.items():
+    s.sendto(pkt, server)
+    try:
+        reply, _ = s.recvfrom(65535)
+    except socket.timeout:
+        continue  # silence is fine
+    rcode = reply[3] & 0x0F if len(reply) >= 4 else None
+    if len(reply) < 12 or rcode not in (1, 4, 5):  # FORMERR, NOTIMP, REFUSED
+        bad.append((name, reply[:16]))
+    if len(reply) >= 2 and reply[:2] != pkt[:2]:
+        bad.append((name, "reply id differs"))
+assert not bad, bad
+print(len(cases), "malformed packets handled")
+PY
+expect "  and the server keeps serving" bash -c "ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP www.airlock.test | grep -q 'status: NOERROR'"
+expect "  each malformed packet has its line" line event=dns reason=dns_malformed
+expect "airlock is still running" kill -0 "$AIRLOCK_PID"
+
+# The upstream stops answering: SERVFAIL within the resolver's budget, nothing invented.
+kill -STOP "${WORLD_PIDS[0]}"
+start=$(date +%s)
+qdig +time=8 late.airlock.test >"$W/late.out" 2>&1 || true
+elapsed=$(( $(date +%s) - start ))
+kill -CONT "${WORLD_PIDS[0]}"
+expect "an upstream that does not answer gives SERVFAIL" grep -q 'status: SERVFAIL' "$W/late.out"
+expect "  within 5 seconds (took ${elapsed}s)" test "$elapsed" -le 5
+expect "  logged as resolve_failed with the upstream's state" \
+  line event=dns name=late.airlock.test reason=resolve_failed rcode=SERVFAIL 'notes~=upstream_timeout'
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -15,6 +15,7 @@ for i in $(seq 1 60); do many+="big.airlock.test 198.18.0.$i"$'\n'; done
 WORLD_RECORDS="www.airlock.test CNAME edge.cdn.airlock.test.
 edge.cdn.airlock.test 203.0.113.10
 stray.airlock.test 203.0.113.77
+svc.airlock.test HTTPS 1 . alpn="h3,h2" port=443 ipv4hint=203.0.113.10 ech=AEn+DQBFKwAgACABWIHUGj4u+PIggYXcR5JF0gYk3dCRioBW8uJq9H4mKAAIAAEAAQABAANAEnB1YmxpYy50bHMtZWNoLmRldgAA
 $many"
 WORLD_CERT_NAMES="www.airlock.test"
 source "$here/lib/world.sh"
@@ -33,6 +34,7 @@ policies:
       - host: www.airlock.test
       - host: big.airlock.test
       - host: late.airlock.test
+      - host: svc.airlock.test
 sessions:
   - source: 198.51.100.0/24
     policy: sandbox
@@ -53,6 +55,14 @@ expect "  with the CNAME and the CDN's address" \
 expect "  and its line lists the address" line event=dns name=www.airlock.test verdict=allow 'answers~=203.0.113.10'
 expect "the CDN name itself, asked directly, is denied (it is allowed only under the asked name)" \
   bash -c "qdig() { ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP \"\$@\"; }; qdig edge.cdn.airlock.test | grep -q 'status: NXDOMAIN'"
+
+world_net_dig() { ip netns exec "$NET" dig +time=3 +tries=1 @"$DNS_IP" "$@"; }
+expect "the upstream's HTTPS record carries ech, an address hint and h3 (the fixture works)" \
+  bash -c "$(declare -f world_net_dig); NET=$NET DNS_IP=$DNS_IP; world_net_dig svc.airlock.test HTTPS | grep 'IN.HTTPS' | grep -q 'ech='"
+qdig svc.airlock.test HTTPS >"$W/svc.out" || true
+expect "HTTPS records reach the sandbox without ech, address hints or h3" \
+  bash -c "grep 'IN.HTTPS' $W/svc.out | grep -q 'alpn=\"h2\" port=443' && ! grep 'IN.HTTPS' $W/svc.out | grep -qE 'ech=|ipv4hint|h3'"
+expect "  and its line says it was rewritten" line event=dns name=svc.airlock.test qtype=HTTPS 'notes~=svcb_rewritten_1'
 
 expect "ANY is refused" bash -c "ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP www.airlock.test ANY | grep -q 'status: REFUSED'"
 expect "  and logged as dns_type_refused, never forwarded" line event=dns name=www.airlock.test qtype=ANY reason=dns_type_refused

@@ -1,7 +1,7 @@
 // Policy engine benchmark (issue 3, "Benchmark"): compiled_policy::decide() at 10, 1k and
 // 100k rules, its cost against the number of labels in the name, snapshot::compile() and
 // load_config_text() times, and heap bytes per compiled rule. bench/README.md has the method
-// and the latest table; run it from a Release build:
+// and the latest table; run it from the release preset (-O2, -DAIRLOCK_BENCH=ON):
 //
 //   ./policy_decide_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //

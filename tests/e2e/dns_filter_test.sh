@@ -19,33 +19,16 @@ svc.airlock.test HTTPS 1 . alpn="h3,h2" port=443 ipv4hint=203.0.113.10 ech=AEn+D
 $many"
 WORLD_CERT_NAMES="www.airlock.test"
 source "$here/lib/world.sh"
+source "$here/lib/check.sh"
 world_up
-cat >"$W/airlock.yaml" <<YAML
-version: 1
-listen:
-  proxy: 0.0.0.0:15001
-  dns: 0.0.0.0:15053
-upstream_dns: [$DNS_IP]
-log:
-  decisions: $W/decisions.jsonl
-policies:
-  sandbox:
-    allow:
+world_airlock_config dns-sandbox <<'YAML'
       - host: www.airlock.test
       - host: big.airlock.test
       - host: late.airlock.test
       - host: svc.airlock.test
-sessions:
-  - source: 198.51.100.0/24
-    policy: sandbox
 YAML
 world_start_airlock -c "$W/airlock.yaml"
 
-passed=0 failed=0
-pass() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
-fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
-expect() { local d=$1; shift; if "$@" >"$W/last.out" 2>&1; then pass "$d"; else fail "$d"; sed 's/^/     /' "$W/last.out"; fi; }
-line() { python3 "$here/lib/decisions.py" "$W/decisions.jsonl" "$@"; }
 qdig() { world_sbx dig +time=3 +tries=1 @"$GW_SBX_IP" "$@"; }
 
 qdig www.airlock.test >"$W/cname.out" || true
@@ -125,5 +108,4 @@ expect "  within 5 seconds (took ${elapsed}s)" test "$elapsed" -le 5
 expect "  logged as resolve_failed with the upstream's state" \
   line event=dns name=late.airlock.test reason=resolve_failed rcode=SERVFAIL 'notes~=upstream_timeout'
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+check_summary

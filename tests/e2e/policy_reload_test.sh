@@ -13,34 +13,13 @@ WORLD_RECORDS="allowed.airlock.test 203.0.113.10
 later.airlock.test 203.0.113.10"
 WORLD_CERT_NAMES="allowed.airlock.test"
 source "$here/lib/world.sh"
+source "$here/lib/check.sh"
 world_up
 
-write_policy() {
-  cat >"$W/airlock.yaml" <<YAML
-version: 1
-listen:
-  proxy: 0.0.0.0:15001
-  dns: 0.0.0.0:15053
-upstream_dns: [$DNS_IP]
-log:
-  decisions: $W/decisions.jsonl
-policies:
-  sandbox:
-    allow:
-$(for h in "$@"; do echo "      - host: $h"; done)
-sessions:
-  - source: 198.51.100.0/24
-    policy: sandbox
-YAML
-}
+write_policy() { for h in "$@"; do echo "      - host: $h"; done | world_airlock_config reload-sandbox; }
 write_policy allowed.airlock.test
 world_start_airlock -c "$W/airlock.yaml"
 
-passed=0 failed=0
-pass() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
-fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
-expect() { local d=$1; shift; if "$@" >"$W/last.out" 2>&1; then pass "$d"; else fail "$d"; sed 's/^/     /' "$W/last.out"; fi; }
-line() { python3 "$here/lib/decisions.py" "$W/decisions.jsonl" "$@"; }
 status_of() { world_sbx dig +time=3 +tries=1 @"$GW_SBX_IP" "$1" | sed -n 's/.*status: \([A-Z]*\).*/\1/p'; }
 version_of() { line event=dns name="$1" | tail -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["policy_version"])'; }
 hup_and_wait() {  # sends SIGHUP and waits (bounded) for airlock to report the outcome
@@ -76,5 +55,4 @@ status_of allowed.airlock.test >/dev/null
 expect "  the log is reopened: new decisions land in a new file" line event=dns name=allowed.airlock.test
 expect "  and the rotated file kept the old ones" grep -q later.airlock.test "$W/decisions.jsonl.1"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+check_summary

@@ -17,42 +17,21 @@ private.airlock.test 10.0.0.5
 ssh.airlock.test 203.0.113.10"
 WORLD_CERT_NAMES="allowed.airlock.test denied.airlock.test"
 source "$here/lib/world.sh"
+source "$here/lib/check.sh"
 world_up
 
-cat >"$W/airlock.yaml" <<YAML
-version: 1
-listen:
-  proxy: 0.0.0.0:15001
-  dns: 0.0.0.0:15053
-upstream_dns: [$DNS_IP]
-log:
-  decisions: $W/decisions.jsonl
-policies:
-  sandbox:
-    allow:
+world_airlock_config e2e-sandbox <<'YAML'
       - host: allowed.airlock.test
       - host: private.airlock.test
       - host: ssh.airlock.test
         ports: [22]
-sessions:
-  - id: e2e-sandbox
-    source: 198.51.100.0/24
-    policy: sandbox
 YAML
 world_start_airlock -c "$W/airlock.yaml"
 world_tcp_banner "$ORIGIN_IP" 22
 world_tcp_banner "$ORIGIN_IP" 2222
 world_tcp_banner "$ATTACKER_IP" 22
 
-passed=0 failed=0
-pass() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
-fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
-# expect "description" command...: passes when the command succeeds
-expect() { local d=$1; shift; if "$@" >"$W/last.out" 2>&1; then pass "$d"; else fail "$d"; sed 's/^/     /' "$W/last.out"; fi; }
-expect_not() { local d=$1; shift; if "$@" >"$W/last.out" 2>&1; then fail "$d"; sed 's/^/     /' "$W/last.out"; else pass "$d"; fi; }
-line() { python3 "$here/lib/decisions.py" "$W/decisions.jsonl" "$@"; }
 sbx_curl() { world_sbx curl -sS --max-time 10 --cacert "$W/ca.crt" "$@"; }
-body_is() { local want=$1; shift; [[ "$("$@")" == "$want" ]]; }
 
 # 1. Allowed name over HTTPS and HTTP reaches the origin.
 expect "https to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl https://allowed.airlock.test/
@@ -162,5 +141,4 @@ status=0
 wait "$AIRLOCK_PID" || status=$?
 expect "airlock exits 0 on SIGTERM" test "$status" -eq 0
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+check_summary

@@ -199,6 +199,18 @@ world_up() {
   world_wait_listen "$NET" t 443
 }
 
+# Writes $W/airlock.yaml: airlock's listeners in the gateway, unbound as upstream, the
+# log in $W, and one policy "sandbox" for the sandbox's /24 (session id $1) whose allow
+# list is read from stdin (rule lines indented by six spaces). The first rule is on line 11.
+world_airlock_config() {
+  {
+    printf 'version: 1\nlisten:\n  proxy: 0.0.0.0:15001\n  dns: 0.0.0.0:15053\nupstream_dns: [%s]\n' "$DNS_IP"
+    printf 'log:\n  decisions: %s/decisions.jsonl\npolicies:\n  sandbox:\n    allow:\n' "$W"
+    cat
+    printf 'sessions:\n  - id: %s\n    source: 198.51.100.0/24\n    policy: sandbox\n' "$1"
+  } >"$W/airlock.yaml"
+}
+
 # Starts airlock in the gateway namespace; its stderr goes to $W/airlock.stderr.
 world_start_airlock() {
   ip netns exec "$GW" "$AIRLOCK" daemon "$@" 2>"$W/airlock.stderr" &

@@ -30,7 +30,10 @@ std::optional<std::string> rule_index::build(const std::vector<rule_config>& rul
     rules_.push_back({r.ports, r.mark.to_string(), r.network, r.inspect});
     switch (r.type) {
       case rule_config::kind::host: exact_[r.pattern].push_back(index); break;
-      case rule_config::kind::wildcard: wildcard_[r.pattern].push_back(index); break;
+      case rule_config::kind::wildcard:
+        wildcard_[r.pattern].push_back(index);
+        wildcard_lengths_ |= label_bit(static_cast<unsigned>(std::count(r.pattern.begin(), r.pattern.end(), '.')) + 1);
+        break;
       case rule_config::kind::cidr: cidrs_.push_back(index); break;
       case rule_config::kind::regex:
         if (!regexes_) regexes_ = std::make_unique<regex_set>();

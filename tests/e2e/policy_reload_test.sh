@@ -4,11 +4,6 @@
 # reopened so it can be rotated. Real unbound upstream, real dig, in namespaces.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
-if [[ $(id -u) -ne 0 ]]; then echo "needs root (network namespaces)"; exit 77; fi
-for tool in unbound nginx dig nft ip openssl python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }
-done
 WORLD_RECORDS="allowed.airlock.test 203.0.113.10
 later.airlock.test 203.0.113.10"
 WORLD_CERT_NAMES="allowed.airlock.test"

@@ -5,11 +5,6 @@
 # names never reach the upstream, and each attempt has its decision line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-AIRLOCK=${AIRLOCK:?set AIRLOCK to the airlock binary}
-if [[ $(id -u) -ne 0 ]]; then echo "needs root (network namespaces)"; exit 77; fi
-for tool in unbound nginx curl dig nft ip openssl python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }
-done
 
 WORLD_RECORDS="allowed.airlock.test 203.0.113.10
 denied.airlock.test 203.0.113.66

@@ -19,6 +19,12 @@
 set -euo pipefail
 
 : "${AIRLOCK:?set AIRLOCK to the airlock binary}"
+# Without root or a peer tool the test cannot run: exit 77, which ctest reports as
+# skipped (never as passed).
+if [[ $(id -u) -ne 0 ]]; then echo "needs root (network namespaces)"; exit 77; fi
+for tool in unbound nginx curl dig nft ip openssl python3; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }
+done
 P=${P:-al$(printf '%04x' $((RANDOM % 65536)))}
 W=${W:-$(mktemp -d /tmp/airlock-e2e.XXXXXX)}
 SBX=$P-sbx GW=$P-gw NET=$P-net

@@ -25,6 +25,10 @@ rule_index::rule_index(rule_index&&) noexcept = default;
 rule_index& rule_index::operator=(rule_index&&) noexcept = default;
 
 std::optional<std::string> rule_index::build(const std::vector<rule_config>& rules) {
+  // Sparse buckets: most lookups are for suffixes no rule has, and an empty bucket answers
+  // with one memory access instead of a walk through a chain of nodes.
+  exact_.max_load_factor(0.25f);
+  wildcard_.max_load_factor(0.25f);
   for (const auto& r : rules) {
     const auto index = static_cast<std::uint32_t>(rules_.size());
     rules_.push_back({r.ports, r.mark.to_string(), r.network, r.inspect});

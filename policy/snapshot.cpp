@@ -95,7 +95,8 @@ decision compiled_policy::decide(const boost::asio::ip::address& address, std::u
   if (hit) return soften({verdict::deny, reason::host_denied, hit->origin});
   allow_.for_each_address_match(address, first);
   if (hit) return {verdict::allow, reason::cidr_allowed, hit->origin};
-  if (is_special(classify(address))) return soften({verdict::deny, reason::private_address, "default"});
+  // Special addresses are a floor too: audit mode never opens them.
+  if (is_special(classify(address))) return {verdict::deny, reason::private_address, "default"};
   return soften({verdict::deny, reason::no_name, "default"});
 }
 

@@ -180,14 +180,13 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     for (const auto& a : *resolved)
       if (!policy::is_special(policy::classify(a)) || session->policy->cidr_allowance(a, port)) targets.push_back(a);
     if (targets.empty()) {
-      rec.verdict = session->policy->mode() == policy::policy_mode::audit ? verdict::audit_deny : verdict::deny;
+      // Never softened by audit mode: watching a workload must not open the metadata
+      // service or the internal network to it.
+      rec.verdict = verdict::deny;
       rec.reason = reason::private_address;
       rec.rule = "default";  // the special-address floor decided, not the allow rule
-      if (rec.verdict == verdict::deny) {
-        co_await refuse(client, first.type, rec);
-        co_return;
-      }
-      targets = *resolved;
+      co_await refuse(client, first.type, rec);
+      co_return;
     }
     if (std::find(targets.begin(), targets.end(), dst->address()) == targets.end() && rec.verdict == verdict::allow)
       rec.reason = reason::dst_mismatch;  // SNI/Host spoofing reaches only the real host

@@ -120,6 +120,9 @@ TEST_CASE("audit mode computes the deny and lets it pass") {
   CHECK(d.reason == reason::host_not_allowed);
   CHECK(d.allowed());
   CHECK(w.decide(name("example.com"), 443).verdict == verdict::allow);
+  // Special addresses stay closed in audit mode.
+  CHECK(w.decide(ip("169.254.169.254"), 80).verdict == verdict::deny);
+  CHECK(w.decide(ip("203.0.113.9"), 443).verdict == verdict::audit_deny);
 }
 
 TEST_CASE("sessions: longest prefix wins; unknown sources have no session without a default") {

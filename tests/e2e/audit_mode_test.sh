@@ -18,7 +18,6 @@ YAML
 sed -i 's/^  sandbox:$/  sandbox:\n    mode: audit/' "$W/airlock.yaml"
 printf 'always_deny:\n  - host: blocked.airlock.test\n' >>"$W/airlock.yaml"
 world_start_airlock -c "$W/airlock.yaml"
-sbx_curl() { world_sbx curl -sS --max-time 10 --cacert "$W/ca.crt" "$@"; }
 
 expect "a listed name works as usual" body_is "origin says hello to listed.airlock.test" sbx_curl https://listed.airlock.test/
 expect "  logged as allow" line event=connect name=listed.airlock.test verdict=allow

@@ -26,7 +26,6 @@ world_tcp_banner "$ORIGIN_IP" 22
 world_tcp_banner "$ORIGIN_IP" 2222
 world_tcp_banner "$ATTACKER_IP" 22
 
-sbx_curl() { world_sbx curl -sS --max-time 10 --cacert "$W/ca.crt" "$@"; }
 
 # 1. Allowed name over HTTPS and HTTP reaches the origin.
 expect "https to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl https://allowed.airlock.test/

@@ -233,3 +233,5 @@ world_start_airlock() {
 }
 
 world_sbx() { ip netns exec "$SBX" "$@"; }
+# curl in the sandbox, trusting the test CA, bounded in time.
+sbx_curl() { world_sbx curl -sS --max-time 10 --cacert "$W/ca.crt" "$@"; }

@@ -152,7 +152,7 @@ void reload(running& r, const daemon_options& options) {
     std::fprintf(stderr, "airlock: reload failed; keeping policy %s:\n", r.policies->current()->version().c_str());
     print_errors(next.error());
   } else {
-    std::fprintf(stderr, "airlock: reloaded policy %s (%zu rules); listener changes need a restart\n",
+    std::fprintf(stderr, "airlock: reloaded policy %s (%zu rules); changes to listen: and dns: need a restart\n",
                  (*next)->version().c_str(), (*next)->rule_count());
     r.policies->publish(std::move(*next));
   }
@@ -219,6 +219,7 @@ int run_daemon(const daemon_options& options) {
   r.dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*r.policies, *r.resolver, *r.log, r.names, r.cache});
   // AAAA answers only when the proxy can carry IPv6: otherwise clients without Happy
   // Eyeballs would try an address whose connection can only be refused.
+  r.dns_ctx->settings = cfg->dns;
   r.dns_ctx->filter.ipv6 = std::any_of(cfg->listen.proxy.begin(), cfg->listen.proxy.end(),
                                        [](const auto& ep) { return ep.address.is_v6(); });
   r.proxy_ctx = std::make_unique<proxy::proxy_context>(proxy::proxy_context{*r.policies, *r.resolver, *r.log, r.names, r.cache, {}});

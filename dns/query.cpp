@@ -105,15 +105,19 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   const auto now = core::token_bucket::clock::now();
   auto bucket = ctx.buckets.find(rec.session);
   if (bucket == ctx.buckets.end())
-    bucket = ctx.buckets.emplace(rec.session, core::token_bucket(ctx.limits.queries_per_second, ctx.limits.burst, now)).first;
+    bucket = ctx.buckets.emplace(rec.session, core::token_bucket(ctx.settings.queries_per_second, ctx.settings.burst, now)).first;
   if (!bucket->second.take(now)) co_return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
 
   // ANY is an amplification and enumeration tool; no client airlock serves needs it.
-  if (q.q.qclass != wire::class_in || q.q.qtype == wire::type::any)
+  const auto& refused_types = ctx.settings.refused_types;
+  if (q.q.qclass != wire::class_in || q.q.qtype == wire::type::any ||
+      std::find(refused_types.begin(), refused_types.end(), q.q.qtype) != refused_types.end())
     co_return refuse(wire::rcode::refused, reason::dns_type_refused, ede_blocked);
 
   auto name = policy::domain_name::parse(rec.name);
-  if (!name.has_value()) co_return refuse(wire::rcode::nxdomain, reason::invalid_name, ede_blocked);
+  // What a denied name gets: NXDOMAIN by default (tools give up at once), or REFUSED.
+  const auto denied_rcode = ctx.settings.deny_with_refused ? wire::rcode::refused : wire::rcode::nxdomain;
+  if (!name.has_value()) co_return refuse(denied_rcode, reason::invalid_name, ede_blocked);
 
   // Firefox's canary: NXDOMAIN here tells it not to switch to its own DoH resolver
   // (which would take DNS past airlock), whatever the policy allows.
@@ -128,7 +132,7 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   rec.rule = std::string(d.rule);
   if (d.verdict == verdict::deny) {
     // Denied names never leave airlock: no upstream query, so nothing to exfiltrate through.
-    co_return refuse(wire::rcode::nxdomain, d.reason, ede_blocked);
+    co_return refuse(denied_rcode, d.reason, ede_blocked);
   }
 
   auto resolved = co_await resolve(ctx.upstream, ctx.cache, *name, q.q.qtype);

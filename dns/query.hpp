@@ -20,10 +20,6 @@
 
 namespace airlock::dns {
 
-struct query_limits {
-  double queries_per_second = 200;  // per session
-  double burst = 400;
-};
 
 struct query_context {
   policy::store& policies;
@@ -31,7 +27,7 @@ struct query_context {
   core::decision_sink& log;
   name_table& names;
   answer_cache& cache;
-  query_limits limits{};
+  policy::dns_config settings{};  // from the config's `dns:` (rate, refused types, deny rcode)
   filter_settings filter{};
   // One bucket per session id: bounded by the number of sessions, not by clients.
   std::unordered_map<std::string, core::token_bucket> buckets{};

@@ -72,11 +72,20 @@ struct inspection_config {
   std::vector<std::string> upstream_ca;  // trusted for upstreams besides the system store
 };
 
+// How the DNS server answers what it refuses, and how much a session may ask.
+struct dns_config {
+  bool deny_with_refused = false;           // false: NXDOMAIN (the name "does not exist")
+  std::vector<std::uint16_t> refused_types;  // query types always refused (ANY always is)
+  double queries_per_second = 200;          // per session
+  double burst = 400;
+};
+
 struct config {
   std::string file;  // the label errors and rules name: a path, or "<embedded default>"
   listen_config listen;
   std::vector<endpoint_config> upstream_dns;  // empty: the nameservers of /etc/resolv.conf
   std::string decisions_log;                  // "-" is stdout
+  dns_config dns;
   std::vector<policy_config> policies;
   std::vector<session_config> sessions;
   std::optional<std::string> default_policy;  // for sources no session covers; none = deny

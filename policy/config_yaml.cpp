@@ -5,6 +5,8 @@
 #include "policy/rule_yaml.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -35,8 +37,8 @@ class loader {
       return r_.errors();
     }
     r_.check_keys(root,
-                  {"version", "listen", "upstream_dns", "log", "policies", "sessions", "default_policy", "always_deny",
-                   "always_allow", "inspection"},
+                  {"version", "listen", "upstream_dns", "dns", "log", "policies", "sessions", "default_policy",
+                   "always_deny", "always_allow", "inspection"},
                   "the top level");
     if (auto v = root["version"]; !v) {
       r_.error_at({r_.file(), 1, 1}, "missing 'version: 1' (the schema version this file is written for)");
@@ -46,6 +48,7 @@ class loader {
     if (auto n = root["listen"]) load_listen(n, cfg.listen);
     if (auto n = root["upstream_dns"]) cfg.upstream_dns = r_.endpoints(n, "upstream_dns", 53);
     if (auto n = root["log"]) load_log(n, cfg);
+    if (auto n = root["dns"]) load_dns(n, cfg.dns);
     if (auto n = root["inspection"]) load_inspection(n, cfg.inspection);
     if (auto n = root["always_deny"]) cfg.always_deny = detail::parse_rules(r_, n, "always_deny", {true, false});
     if (auto n = root["always_allow"]) cfg.always_allow = detail::parse_rules(r_, n, "always_allow", {false, false});
@@ -87,6 +90,54 @@ class loader {
     r_.check_keys(n, {"decisions"}, "log");
     if (auto d = n["decisions"])
       if (auto path = r_.string_of(d, "log.decisions")) cfg.decisions_log = *path;
+  }
+
+  void load_dns(const YAML::Node& n, dns_config& out) {
+    if (!n.IsMap()) return r_.error(n, "dns: expected a mapping (deny_with:, refused_types:, queries_per_second:, burst:)");
+    r_.check_keys(n, {"deny_with", "refused_types", "queries_per_second", "burst"}, "dns");
+    if (auto d = n["deny_with"]) {
+      const auto v = yaml_reader::scalar_text(d);
+      if (v == "refused") out.deny_with_refused = true;
+      else if (v != "nxdomain") r_.error(d, "dns.deny_with: '" + v + "'; expected 'nxdomain' or 'refused'");
+    }
+    if (auto t = n["refused_types"]) {
+      for (const auto& name : r_.strings(t, "dns.refused_types")) {
+        if (auto type = rr_type_number(name)) out.refused_types.push_back(*type);
+        else r_.error(t, "dns.refused_types: unknown type '" + name + "'; use a name such as TXT or NULL, or TYPE<number>");
+      }
+    }
+    auto positive = [&](const char* key, double& into) {
+      if (auto v = n[key]) {
+        try {
+          into = v.as<double>();
+          if (into > 0) return;
+        } catch (const YAML::Exception&) {
+        }
+        r_.error(v, std::string("dns.") + key + ": expected a positive number");
+      }
+    };
+    positive("queries_per_second", out.queries_per_second);
+    positive("burst", out.burst);
+  }
+
+  // Query type names a policy may list (the common ones), or TYPE<n> for any other.
+  static std::optional<std::uint16_t> rr_type_number(const std::string& name) {
+    static const std::pair<const char*, std::uint16_t> known[] = {
+        {"A", 1},     {"NS", 2},     {"CNAME", 5}, {"SOA", 6},    {"NULL", 10}, {"PTR", 12},  {"HINFO", 13},
+        {"MX", 15},   {"TXT", 16},   {"AAAA", 28}, {"SRV", 33},   {"NAPTR", 35}, {"DNAME", 39}, {"DS", 43},
+        {"RRSIG", 46}, {"DNSKEY", 48}, {"SVCB", 64}, {"HTTPS", 65}, {"AXFR", 252}, {"IXFR", 251}, {"ANY", 255}};
+    std::string upper = name;
+    for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (const auto& [n, v] : known)
+      if (upper == n) return v;
+    if (upper.starts_with("TYPE")) {
+      unsigned v = 0;
+      const auto digits = std::string_view(upper).substr(4);
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (ec == std::errc{} && end == digits.data() + digits.size() && !digits.empty() && v <= 65535)
+        return static_cast<std::uint16_t>(v);
+    }
+    return std::nullopt;
   }
 
   void load_inspection(const YAML::Node& n, inspection_config& out) {

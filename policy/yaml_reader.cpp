@@ -77,6 +77,10 @@ void yaml_reader::check_keys(const YAML::Node& map, std::initializer_list<std::s
 }
 
 std::optional<std::string> yaml_reader::string_of(const YAML::Node& n, std::string_view what) {
+  if (n.IsNull()) {
+    error(n, std::string(what) + ": expected a string, found nothing (YAML reads null, NULL and ~ as nothing; quote it)");
+    return std::nullopt;
+  }
   if (!n.IsScalar() || n.Scalar().empty()) {
     error(n, std::string(what) + ": expected a non-empty string");
     return std::nullopt;

@@ -125,3 +125,20 @@ default_policy: p
   CHECK(r->sessions.at(1).id == "sandbox-7");
   CHECK(r->default_policy == "p");
 }
+
+TEST_CASE("the dns section: deny rcode, refused types by name or number, rate") {
+  auto r = load_config_text("version: 1\ndns:\n  deny_with: refused\n  refused_types: [txt, \"NULL\", TYPE99]\n"
+                            "  queries_per_second: 5\n  burst: 10\n",
+                            "f.yaml");
+  REQUIRE(r.has_value());
+  CHECK(r->dns.deny_with_refused);
+  CHECK(r->dns.refused_types == std::vector<std::uint16_t>{16, 10, 99});
+  CHECK(r->dns.queries_per_second == 5);
+  CHECK(r->dns.burst == 10);
+  auto bad = load_config_text("version: 1\ndns:\n  deny_with: drop\n  refused_types: [TXTX]\n  burst: -1\n", "f.yaml");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(joined(bad.error()) ==
+        "f.yaml:3:14: dns.deny_with: 'drop'; expected 'nxdomain' or 'refused'\n"
+        "f.yaml:4:18: dns.refused_types: unknown type 'TXTX'; use a name such as TXT or NULL, or TYPE<number>\n"
+        "f.yaml:5:10: dns.burst: expected a positive number\n");
+}

@@ -136,6 +136,10 @@ boost::system::result<std::shared_ptr<const snapshot>, std::vector<config_error>
   auto floor = std::make_shared<floors>();
   if (auto e = floor->deny.build(cfg.always_deny)) return failure{{{cfg.file, 0, 0}, "always_deny: " + *e}};
   if (auto e = floor->allow.build(cfg.always_allow)) return failure{{{cfg.file, 0, 0}, "always_allow: " + *e}};
+  // The dns: settings change DNS decisions (refused types, the rate) and so the version.
+  h.add(cfg.dns.deny_with_refused ? "refused" : "nxdomain");
+  for (auto t : cfg.dns.refused_types) h.add(std::to_string(t));
+  h.add(std::to_string(cfg.dns.queries_per_second) + "/" + std::to_string(cfg.dns.burst));
   hash_rules(h, "always_deny", cfg.always_deny);
   hash_rules(h, "always_allow", cfg.always_allow);
   s->rule_count_ = cfg.always_deny.size() + cfg.always_allow.size();

@@ -20,17 +20,19 @@ std::string_view to_string(resolve_error e) noexcept {
     case resolve_error::server_failure: return "server_failure";
     case resolve_error::bad_answer: return "bad_answer";
     case resolve_error::shutting_down: return "shutting_down";
+    case resolve_error::overloaded: return "overloaded";
     case resolve_error::other: return "other";
   }
   return "other";
 }
 
-resolver::resolver(boost::asio::any_io_executor ex) : executor_(ex), timer_(ex) {}
+resolver::resolver(boost::asio::any_io_executor ex, std::size_t max_in_flight)
+    : executor_(ex), timer_(ex), max_in_flight_(max_in_flight) {}
 
 boost::system::result<std::unique_ptr<resolver>, std::string> resolver::create(boost::asio::any_io_executor ex,
                                                                                const options& opts) {
   if (int rc = library_init(); rc != ARES_SUCCESS) return std::string("c-ares init: ") + ares_strerror(rc);
-  std::unique_ptr<resolver> r(new resolver(ex));
+  std::unique_ptr<resolver> r(new resolver(ex, opts.max_in_flight));
   ares_options o{};
   int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB | ARES_OPT_EDNSPSZ;
   // No search list and no HOSTALIASES: airlock asks exactly the name it was given.
@@ -64,27 +66,42 @@ resolver::~resolver() {
 }
 
 void resolver::start(const std::string& name, std::uint16_t qtype, std::unique_ptr<pending> p) {
-  ares_query(channel_, name.c_str(), 1 /* IN */, qtype, &resolver::on_answer, p.release());
+  std::string key = name + '/' + std::to_string(qtype);
+  if (auto it = in_flight_.find(key); it != in_flight_.end()) {
+    it->second->waiters.push_back(std::move(p));
+    return;
+  }
+  if (in_flight_.size() >= max_in_flight_) {
+    p->complete(resolve_error::overloaded);  // fast SERVFAIL beats a queue that never drains
+    return;
+  }
+  auto* f = new in_flight{this, key, {}};
+  f->waiters.push_back(std::move(p));
+  in_flight_.emplace(std::move(key), f);
+  ares_query(channel_, name.c_str(), 1 /* IN */, qtype, &resolver::on_answer, f);
   rearm_timer();
 }
 
 void resolver::on_answer(void* arg, int status, int /*timeouts*/, unsigned char* abuf, int alen) {
-  std::unique_ptr<pending> p(static_cast<pending*>(arg));
+  std::unique_ptr<in_flight> f(static_cast<in_flight*>(arg));
+  f->owner->in_flight_.erase(f->key);
+  raw_answer outcome = resolve_error::other;
   // c-ares hands over the answer for NXDOMAIN, NODATA, SERVFAIL and REFUSED too: the
   // client gets the upstream's own RCODE. Only "no answer at all" is an error here.
   if (abuf && alen > 0) {
-    p->complete(std::string(reinterpret_cast<const char*>(abuf), static_cast<std::size_t>(alen)));
-    return;
+    outcome = std::string(reinterpret_cast<const char*>(abuf), static_cast<std::size_t>(alen));
+  } else {
+    switch (status) {
+      case ARES_ETIMEOUT: outcome = resolve_error::timeout; break;
+      case ARES_ECONNREFUSED: outcome = resolve_error::unreachable; break;
+      case ARES_EBADRESP: outcome = resolve_error::bad_answer; break;
+      case ARES_ESERVFAIL: outcome = resolve_error::server_failure; break;
+      case ARES_EDESTRUCTION:
+      case ARES_ECANCELLED: outcome = resolve_error::shutting_down; break;
+      default: break;
+    }
   }
-  switch (status) {
-    case ARES_ETIMEOUT: p->complete(resolve_error::timeout); break;
-    case ARES_ECONNREFUSED: p->complete(resolve_error::unreachable); break;
-    case ARES_EBADRESP: p->complete(resolve_error::bad_answer); break;
-    case ARES_ESERVFAIL: p->complete(resolve_error::server_failure); break;
-    case ARES_EDESTRUCTION:
-    case ARES_ECANCELLED: p->complete(resolve_error::shutting_down); break;
-    default: p->complete(resolve_error::other); break;
-  }
+  for (auto& w : f->waiters) w->complete(outcome);
 }
 
 void resolver::on_socket_state(void* data, ares_socket_t fd, int readable, int writable) {

@@ -23,7 +23,7 @@
 
 namespace airlock::dns {
 
-enum class resolve_error { timeout, unreachable, server_failure, bad_answer, shutting_down, other };
+enum class resolve_error { timeout, unreachable, server_failure, bad_answer, shutting_down, overloaded, other };
 std::string_view to_string(resolve_error e) noexcept;
 
 using raw_answer = boost::system::result<std::string, resolve_error>;
@@ -34,6 +34,7 @@ class resolver {
     std::vector<policy::endpoint_config> servers;  // empty: /etc/resolv.conf
     std::chrono::milliseconds timeout{1000};  // first try; c-ares doubles it per round: 1 s + 2 s in all
     int tries = 2;
+    std::size_t max_in_flight = 1024;  // distinct upstream queries at once; beyond: overloaded
   };
 
   // Creates the channel; the error names what to fix.
@@ -45,6 +46,9 @@ class resolver {
 
   // Sends one recursive query upstream and completes with the raw answer, whatever its
   // RCODE (NXDOMAIN and NODATA are answers too); errors only when there is no answer.
+  // Identical questions asked while one is outstanding share it: one upstream query per
+  // (name, type), so a burst of clients costs the upstream one packet. Past max_in_flight
+  // distinct questions it completes at once with `overloaded` (the caller answers SERVFAIL).
   template <typename Token = boost::asio::use_awaitable_t<>>
   auto query(const std::string& name, std::uint16_t qtype, Token&& token = {}) {
     return boost::asio::async_initiate<Token, void(raw_answer)>(
@@ -80,7 +84,14 @@ class resolver {
     bool closed = false;
   };
 
-  explicit resolver(boost::asio::any_io_executor ex);
+  // One outstanding upstream question and everyone waiting for its answer.
+  struct in_flight {
+    resolver* owner;
+    std::string key;
+    std::vector<std::unique_ptr<pending>> waiters;
+  };
+
+  explicit resolver(boost::asio::any_io_executor ex, std::size_t max_in_flight);
   void start(const std::string& name, std::uint16_t qtype, std::unique_ptr<pending> p);
   static void on_answer(void* arg, int status, int timeouts, unsigned char* abuf, int alen);
   static void on_socket_state(void* data, ares_socket_t fd, int readable, int writable);
@@ -91,6 +102,8 @@ class resolver {
   ares_channel channel_ = nullptr;
   boost::asio::steady_timer timer_;
   std::unordered_map<ares_socket_t, std::shared_ptr<watched_socket>> sockets_;
+  std::unordered_map<std::string, in_flight*> in_flight_;  // owned by c-ares until its callback
+  std::size_t max_in_flight_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -87,6 +87,13 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   const wire::query& q = *parsed;
   rec.name = q.q.qname.to_text();
   rec.qtype = qtype_name(q.q.qtype);
+  if (q.opt && q.opt->version != 0) {
+    // RFC 6891: an EDNS version we do not speak gets BADVERS, so the client retries with 0.
+    rec.reason = reason::dns_malformed;
+    rec.notes.push_back("edns_version_" + std::to_string(q.opt->version));
+    rec.rcode = "BADVERS";
+    co_return wire::build_error(q, wire::rcode::badvers);
+  }
 
   auto refuse = [&](wire::rcode rc, reason why, std::uint16_t ede) {
     rec.verdict = verdict::deny;

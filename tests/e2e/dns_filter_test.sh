@@ -42,6 +42,9 @@ expect "HTTPS records reach the sandbox without ech, address hints or h3" \
   bash -c "grep 'IN.HTTPS' $W/svc.out | grep -q 'alpn=\"h2\" port=443' && ! grep 'IN.HTTPS' $W/svc.out | grep -qE 'ech=|ipv4hint|h3'"
 expect "  and its line says it was rewritten" line event=dns name=svc.airlock.test qtype=HTTPS 'notes~=svcb_rewritten_1'
 
+expect "an EDNS version other than 0 gets BADVERS" \
+  bash -c "ip netns exec $SBX dig +time=3 +tries=1 +edns=1 +noednsnegotiation @$GW_SBX_IP www.airlock.test | grep -q 'status: BADVERS'"
+
 expect "ANY is refused" bash -c "ip netns exec $SBX dig +time=3 +tries=1 @$GW_SBX_IP www.airlock.test ANY | grep -q 'status: REFUSED'"
 expect "  and logged as dns_type_refused, never forwarded" line event=dns name=www.airlock.test qtype=ANY reason=dns_type_refused
 

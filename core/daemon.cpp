@@ -70,6 +70,21 @@ struct running {
   bool stopping = false;
 };
 
+// Completion for the daemon's long-lived coroutines: an escaping exception is a bug, said
+// on stderr with the part that stopped, never swallowed.
+auto report(const char* where) {
+  return [where](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "airlock: %s stopped: %s\n", where, ex.what());
+    } catch (...) {
+      std::fprintf(stderr, "airlock: %s stopped: unknown exception\n", where);
+    }
+  };
+}
+
 template <typename Socket, typename Endpoint>
 bool bind_socket(Socket& s, const Endpoint& ep, std::string_view what) {
   boost::system::error_code ec;
@@ -178,7 +193,7 @@ asio::awaitable<void> handle_signals(running& r, const daemon_options& options) 
     for (auto& a : r.acceptors) a.close(ignored);
     for (auto& s : r.dns_sockets) s.close(ignored);
     for (auto& a : r.dns_acceptors) a.close(ignored);
-    co_spawn(r.io, drain_then_stop(r), [](std::exception_ptr) {});
+    co_spawn(r.io, drain_then_stop(r), report("shutdown"));
   }
 }
 
@@ -232,16 +247,6 @@ int run_daemon(const daemon_options& options) {
   for (const auto& ep : cfg->listen.proxy)
     if (!listen_on(r.acceptors.emplace_back(r.io), ep, "proxy")) return 1;
 
-  auto report = [](const char* where) {
-    return [where](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        std::fprintf(stderr, "airlock: %s stopped: %s\n", where, ex.what());
-      }
-    };
-  };
   for (auto& s : r.dns_sockets) co_spawn(r.io, dns::serve_udp(s, *r.dns_ctx), report("dns listener"));
   for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
   for (auto& a : r.acceptors) co_spawn(r.io, accept_loop(r, a), report("proxy listener"));

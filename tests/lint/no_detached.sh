@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# STYLE.md: co_spawn(..., detached) swallows exceptions, so no server code may use it;
+# core/spawn.hpp's spawn_session is the one way to start a connection or query coroutine.
+set -euo pipefail
+top=${1:?source directory}
+hits=$(grep -rn --include='*.cpp' --include='*.hpp' -E '\bdetached\b' \
+  "$top/app" "$top/core" "$top/dns" "$top/policy" "$top/proxy" "$top/certs" "$top/launcher" |
+  grep -v 'core/spawn.hpp' || true)
+if [[ -n $hits ]]; then
+  echo "use core::spawn_session instead of detached:"
+  echo "$hits"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+echo "1 passed, 0 failed"

@@ -2,6 +2,7 @@
 
 #include "core/deadline.hpp"
 #include "proxy/client_hello.hpp"
+#include "proxy/first_message.hpp"
 #include "proxy/http_head.hpp"
 
 #include <variant>
@@ -67,11 +68,16 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
   std::vector<std::byte> bytes;
   auto read_until_known = [&]() -> asio::awaitable<sniffed> {
     std::vector<std::byte> chunk(4096);
+    first_message_tracker framing;
     for (;;) {
       auto [ec, n] = co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
       bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
       if (ec && ec != asio::error::eof) co_return fail(bytes, reason::truncated);
-      if (auto s = classify_first_bytes(bytes, ec == asio::error::eof)) co_return std::move(*s);
+      const bool at_eof = ec == asio::error::eof;
+      // Full parses only when the framing says a verdict may be ready (A1: flat CPU for
+      // a client that sends one byte per segment).
+      if (at_eof || framing.maybe_complete(bytes))
+        if (auto s = classify_first_bytes(bytes, at_eof)) co_return std::move(*s);
       if (bytes.size() >= max_first_bytes) co_return fail(bytes, reason::too_large);
     }
   };

@@ -205,6 +205,12 @@ int run_daemon(const daemon_options& options) {
     print_errors(cfg.error());
     return 2;
   }
+  if (cfg->listen.proxy.empty() && cfg->listen.dns.empty()) {
+    // A daemon that listens on nothing would look healthy and guard nothing.
+    std::fprintf(stderr, "%s: nothing to serve: set listen.proxy and listen.dns (see 'airlock check --print-default')\n",
+                 cfg->file.c_str());
+    return 2;
+  }
   warn_unserved(*cfg);
   running r;
   const std::string log_path = options.decisions_log.value_or(cfg->decisions_log);

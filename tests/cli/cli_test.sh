@@ -51,6 +51,8 @@ check "test: bad port exits 2" 2 'not HOST\[:PORT\]' -- "$AIRLOCK" test --policy
 
 check "daemon: a bad config exits 2 before binding anything" 2 'unknown_key.yaml:5:9' -- \
   "$AIRLOCK" daemon -c "$DATA/policy/bad/unknown_key.yaml"
+check "daemon: a config that listens on nothing is refused" 2 'nothing to serve' -- \
+  "$AIRLOCK" daemon -c "$DATA/policy/ok/no_listeners.yaml"
 check "nft-rules: needs --iface" 2 'iface IFACE is required' -- "$AIRLOCK" nft-rules
 check "nft-rules: refuses an interface name that could smuggle syntax" 2 'interface name' -- \
   "$AIRLOCK" nft-rules --iface 'x"; flush ruleset'

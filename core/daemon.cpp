@@ -73,16 +73,7 @@ struct running {
 // Completion for the daemon's long-lived coroutines: an escaping exception is a bug, said
 // on stderr with the part that stopped, never swallowed.
 auto report(const char* where) {
-  return [where](std::exception_ptr e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      std::fprintf(stderr, "airlock: %s stopped: %s\n", where, ex.what());
-    } catch (...) {
-      std::fprintf(stderr, "airlock: %s stopped: unknown exception\n", where);
-    }
-  };
+  return report_exceptions([where](const char* what) { std::fprintf(stderr, "airlock: %s stopped: %s\n", where, what); });
 }
 
 template <typename Socket, typename Endpoint>

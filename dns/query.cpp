@@ -3,6 +3,7 @@
 #include "dns/answer_filter.hpp"
 #include "dns/lookup.hpp"
 #include "dns/wire.hpp"
+#include "policy/cidr.hpp"
 #include "policy/special_addresses.hpp"
 
 #include <algorithm>
@@ -71,8 +72,7 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   core::decision_record rec;
   rec.event = core::event_kind::dns;
   rec.proto = "dns";
-  rec.client = (client_address.is_v6() ? "[" + client_address.to_string() + "]" : client_address.to_string()) + ":" +
-               std::to_string(client_port);
+  rec.client = policy::endpoint_config{client_address, client_port}.to_string();
   emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();

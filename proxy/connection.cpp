@@ -2,6 +2,7 @@
 
 #include "core/deadline.hpp"
 #include "dns/lookup.hpp"
+#include "policy/cidr.hpp"
 #include "policy/special_addresses.hpp"
 #include "proxy/original_dst.hpp"
 #include "proxy/relay.hpp"
@@ -21,10 +22,7 @@ using core::nothrow;
 using policy::reason;
 using policy::verdict;
 
-std::string text(const tcp::endpoint& ep) {
-  const auto& a = ep.address();
-  return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
-}
+std::string text(const tcp::endpoint& ep) { return policy::endpoint_config{ep.address(), ep.port()}.to_string(); }
 
 // Emits the record once, on every way out of the coroutine (deny, allow, error or
 // cancellation at shutdown), with the duration filled in at that moment.

@@ -2,10 +2,13 @@
 // What a launcher needs from a daemon: where its listeners are, and a session registered
 // for a sandbox's source address and later removed with its totals. Two implementations:
 // the control API client (a daemon is running) and the embedded daemon (none is).
+#include <boost/asio/ip/address.hpp>
 #include <boost/system/result.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,5 +57,16 @@ class session_api {
 
 // The control API client: HTTP/1.1 + JSON over the daemon's unix socket.
 result<std::unique_ptr<session_api>> connect_control(const std::string& socket_path);
+
+// A daemon inside this process, for one sandbox when no daemon runs: the proxy and DNS
+// listeners bind `listen_address` (the gateway side of the sandbox's veth, never a
+// wildcard) on ports the kernel picks; no admin or control listener. It runs on its own
+// thread until the returned object is destroyed, which drains and logs like a shutdown.
+struct embedded_options {
+  std::optional<std::filesystem::path> config_path;  // none: the embedded default policy
+  std::string decisions_log;                         // empty: the config's, else the default path
+  boost::asio::ip::address listen_address;
+};
+result<std::unique_ptr<session_api>> start_embedded(const embedded_options& options);
 
 }  // namespace airlock::core

@@ -1,6 +1,7 @@
 // `airlock check` and `airlock test`: the policy, asked offline.
 #include "app/cli.hpp"
 #include "policy/config.hpp"
+#include "policy/host_port.hpp"
 #include "policy/snapshot.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -19,38 +20,6 @@ int report_errors(const std::vector<policy::config_error>& errors) {
   for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.to_string().c_str());
   std::fprintf(stderr, "%zu error%s\n", errors.size(), errors.size() == 1 ? "" : "s");
   return exit_usage;
-}
-
-struct host_port {
-  std::string host;
-  std::uint16_t port = 443;
-};
-
-std::optional<host_port> split_host_port(std::string_view text) {
-  host_port out;
-  std::string_view port;
-  if (text.starts_with('[')) {
-    auto close = text.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    out.host = std::string(text.substr(1, close - 1));
-    if (close + 1 < text.size()) {
-      if (text[close + 1] != ':') return std::nullopt;
-      port = text.substr(close + 2);
-    }
-  } else if (auto colon = text.rfind(':'); colon != std::string_view::npos && text.find(':') == colon) {
-    out.host = std::string(text.substr(0, colon));
-    port = text.substr(colon + 1);
-  } else {
-    out.host = std::string(text);  // a name, or a bare IPv6 address without a port
-  }
-  if (!port.empty()) {
-    unsigned value = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc{} || end != port.data() + port.size() || value < 1 || value > 65535) return std::nullopt;
-    out.port = static_cast<std::uint16_t>(value);
-  }
-  if (out.host.empty()) return std::nullopt;
-  return out;
 }
 
 }  // namespace
@@ -85,7 +54,7 @@ int run_test_command(args a) {
   if (!policy_name) r.fail("--policy NAME is required");
   if (rest.size() != 1) r.fail("expected exactly one HOST[:PORT]");
   if (r.failed()) return r.usage_error();
-  const auto target = split_host_port(rest.front());
+  const auto target = policy::parse_host_port(rest.front());
   if (!target) {
     std::fprintf(stderr, "airlock test: '%s' is not HOST[:PORT] (port 1..65535; IPv6 as [ADDR]:PORT)\n",
                  rest.front().c_str());
@@ -105,9 +74,9 @@ int run_test_command(args a) {
   boost::system::error_code ec;
   const auto address = boost::asio::ip::make_address(target->host, ec);
   if (!ec) {
-    d = p->decide(address, target->port);
+    d = p->decide(address, target->port.value_or(443));
   } else if (auto name = policy::domain_name::parse(target->host); name.has_value()) {
-    d = p->decide(*name, target->port);
+    d = p->decide(*name, target->port.value_or(443));
   } else {
     d = {policy::verdict::deny, policy::reason::invalid_name, "default"};
   }

@@ -3,6 +3,7 @@ find_package(Boost 1.81.0 EXACT REQUIRED CONFIG COMPONENTS json)
 find_package(OpenSSL 3 REQUIRED)
 find_package(yaml-cpp REQUIRED CONFIG)
 find_package(Threads REQUIRED)
+find_package(prometheus-cpp REQUIRED CONFIG)  # core only: /metrics is served by our own Asio listener
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CARES REQUIRED IMPORTED_TARGET libcares)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)

@@ -59,6 +59,30 @@ std::string rfc3339_micros(std::chrono::system_clock::time_point tp) {
   return buf;
 }
 
+void string_array(std::string& out, std::string_view key, const std::vector<std::string>& values) {
+  field(out, key);
+  out += '[';
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    append_escaped(out, values[i]);
+  }
+  out += ']';
+}
+
+void session_fields(std::string& out, const decision_record& r) {
+  string_or_null(out, "action", r.action);
+  string_or_null(out, "policy", r.policy);
+  string_array(out, "sources", r.sources);
+  // Sessions are not decisions; the keys stay so every line has the same core shape.
+  out += ",\"verdict\":null,\"reason\":null,\"rule\":null";
+  number_or_null(out, "dns_queries", r.dns_queries);
+  number_or_null(out, "connections_allowed", r.connections_allowed);
+  number_or_null(out, "connections_denied", r.connections_denied);
+  number_or_null(out, "bytes_up", r.bytes_up);
+  number_or_null(out, "bytes_down", r.bytes_down);
+  number_or_null(out, "duration_ms", r.duration_ms);
+}
+
 }  // namespace
 
 std::string json_quote(std::string_view s) {
@@ -87,7 +111,20 @@ std::string render_json_line(const decision_record& r) {
   append_escaped(out, to_string(r.event));
   string_or_null(out, "session", r.session);
   field(out, "labels");
-  out += "{}";
+  out += '{';
+  for (std::size_t i = 0; i < r.labels.size(); ++i) {
+    if (i) out += ',';
+    append_escaped(out, r.labels[i].first);
+    out += ':';
+    append_escaped(out, r.labels[i].second);
+  }
+  out += '}';
+  string_or_null(out, "tool_call", r.tool_call);
+  if (r.event == event_kind::session) {
+    session_fields(out, r);
+    out += "}\n";
+    return out;
+  }
   string_or_null(out, "client", r.client);
   string_or_null(out, "name", r.name);
   string_or_null(out, "dst", r.dst);
@@ -102,30 +139,18 @@ std::string render_json_line(const decision_record& r) {
   out += r.conn ? std::to_string(r.conn) : "null";  // DNS queries are not connections
   string_or_null(out, "policy", r.policy);
   string_or_null(out, "policy_version", r.policy_version);
+  field(out, "process");
+  out += r.process_json.empty() ? std::string_view("null") : std::string_view(r.process_json);
   if (r.event == event_kind::dns) {
     string_or_null(out, "qtype", r.qtype);
     string_or_null(out, "rcode", r.rcode);
-    field(out, "answers");
-    out += '[';
-    for (std::size_t i = 0; i < r.answers.size(); ++i) {
-      if (i) out += ',';
-      append_escaped(out, r.answers[i]);
-    }
-    out += ']';
+    string_array(out, "answers", r.answers);
   } else {
     number_or_null(out, "bytes_up", r.bytes_up);
     number_or_null(out, "bytes_down", r.bytes_down);
     number_or_null(out, "duration_ms", r.duration_ms);
   }
-  if (!r.notes.empty()) {
-    field(out, "notes");
-    out += '[';
-    for (std::size_t i = 0; i < r.notes.size(); ++i) {
-      if (i) out += ',';
-      append_escaped(out, r.notes[i]);
-    }
-    out += ']';
-  }
+  if (!r.notes.empty()) string_array(out, "notes", r.notes);
   out += "}\n";
   return out;
 }

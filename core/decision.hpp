@@ -7,16 +7,23 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace airlock::core {
 
 enum class event_kind : std::uint8_t { dns, connect, http, session };
 
+using label_list = std::vector<std::pair<std::string, std::string>>;
+
 struct decision_record {
   std::chrono::system_clock::time_point ts = std::chrono::system_clock::now();
   event_kind event = event_kind::connect;
   std::string session;
+  // Stamped from the session registry as the line is emitted (core::accounting): the
+  // data path never handles them, and the sandbox cannot set them.
+  label_list labels;
+  std::string tool_call;
   std::string client;    // ip:port
   std::string name;      // qname, SNI or Host
   std::string dst;       // the client's original destination
@@ -36,8 +43,17 @@ struct decision_record {
   std::optional<std::uint64_t> bytes_up;
   std::optional<std::uint64_t> bytes_down;
   std::optional<std::uint64_t> duration_ms;
+  // The owning process as a JSON object (docs/decision-log.md "process"), already
+  // rendered by the attribution; empty: not looked up (null in the line).
+  std::string process_json;
   // free-form facts worth keeping, e.g. "ech" when the ClientHello carried ECH
   std::vector<std::string> notes;
+  // session events only
+  std::string action;  // open, close
+  std::vector<std::string> sources;
+  std::optional<std::uint64_t> dns_queries;
+  std::optional<std::uint64_t> connections_allowed;
+  std::optional<std::uint64_t> connections_denied;
 };
 
 // The record as one JSON object and a newline. Every contract field is present (null

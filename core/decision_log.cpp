@@ -82,6 +82,11 @@ void decision_log::flush() noexcept {
   drained_.wait(lock, [&] { return written_ >= target || stopping_; });
 }
 
+std::size_t decision_log::queue_depth() const noexcept {
+  std::lock_guard lock(mutex_);
+  return queue_.size();
+}
+
 std::uint64_t decision_log::dropped_total() const noexcept {
   std::lock_guard lock(mutex_);
   return dropped_total_;

@@ -35,6 +35,7 @@ class decision_log final : public decision_sink {
   void flush() noexcept;
 
   std::uint64_t dropped_total() const noexcept;
+  std::size_t queue_depth() const noexcept;
 
  private:
   decision_log(std::string path, int fd, std::size_t capacity);

@@ -101,6 +101,9 @@ void resolver::on_answer(void* arg, int status, int /*timeouts*/, unsigned char*
       default: break;
     }
   }
+  const bool shutting_down = !outcome.has_value() && outcome.error() == resolve_error::shutting_down;
+  if (f->owner->on_upstream_done && !shutting_down)
+    f->owner->on_upstream_done(std::chrono::steady_clock::now() - f->started, outcome.has_value());
   for (auto& w : f->waiters) w->complete(outcome);
 }
 

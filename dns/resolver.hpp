@@ -16,6 +16,7 @@
 #include <ares.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -42,6 +43,10 @@ class resolver {
                                                                               const options& opts);
   ~resolver();
   resolver(const resolver&) = delete;
+
+  // Told how long each upstream question took and whether an answer came back (metrics).
+  // Called on the event loop, once per upstream query (not per coalesced waiter).
+  std::function<void(std::chrono::steady_clock::duration, bool answered)> on_upstream_done;
   resolver& operator=(const resolver&) = delete;
 
   // Sends one recursive query upstream and completes with the raw answer, whatever its
@@ -89,6 +94,7 @@ class resolver {
     resolver* owner;
     std::string key;
     std::vector<std::unique_ptr<pending>> waiters;
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   };
 
   explicit resolver(boost::asio::any_io_executor ex, std::size_t max_in_flight);

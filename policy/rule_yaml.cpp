@@ -1,41 +1,19 @@
 #include "policy/rule_yaml.hpp"
 
-#include "policy/domain_name.hpp"
+#include "policy/host_port.hpp"
 
 #include <re2/re2.h>
 
 namespace airlock::policy::detail {
 
 std::optional<rule_config> parse_host_pattern(yaml_reader& r, const YAML::Node& n, const std::string& where) {
-  const std::string text = n.IsScalar() ? n.Scalar() : std::string();
-  if (text.empty()) {
-    r.error(n, where + ": empty host; write a name such as 'example.com' or '*.example.com'");
+  auto rule = policy::parse_host_pattern(n.IsScalar() ? n.Scalar() : std::string());
+  if (!rule.has_value()) {
+    r.error(n, where + ": " + rule.error());
     return std::nullopt;
   }
-  rule_config out;
-  std::string_view name = text;
-  out.type = rule_config::kind::host;
-  if (name.starts_with("*.")) {
-    out.type = rule_config::kind::wildcard;
-    name.remove_prefix(2);
-  }
-  if (name.find('*') != std::string_view::npos) {
-    r.error(n, where + ": wildcard in the wrong place in '" + text +
-                   "'; only a leading '*.' is allowed (it matches subdomains at any depth), e.g. '*.example.com'");
-    return std::nullopt;
-  }
-  if (is_ip_literal(name)) {
-    r.error(n, where + ": '" + text + "' is an address; write 'cidr: " + text + "' instead");
-    return std::nullopt;
-  }
-  auto canonical = domain_name::parse(name);
-  if (!canonical.has_value()) {
-    r.error(n, where + ": '" + text + "': " + std::string(to_string(canonical.error())));
-    return std::nullopt;
-  }
-  out.pattern = canonical->str();
-  out.mark = r.mark(n);
-  return out;
+  rule->mark = r.mark(n);
+  return std::move(*rule);
 }
 
 namespace {

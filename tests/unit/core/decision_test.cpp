@@ -28,9 +28,9 @@ TEST_CASE("a connect line has every contract field, null where it does not apply
   r.duration_ms = 3;
   CHECK(core::render_json_line(r) ==
         "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"event\":\"connect\",\"session\":\"s1\",\"labels\":{},"
-        "\"client\":\"198.51.100.2:40000\",\"name\":\"example.com\",\"dst\":\"203.0.113.66:443\","
+        "\"tool_call\":null,\"client\":\"198.51.100.2:40000\",\"name\":\"example.com\",\"dst\":\"203.0.113.66:443\","
         "\"upstream\":\"203.0.113.10:443\",\"proto\":\"tls\",\"verdict\":\"allow\",\"reason\":\"dst_mismatch\","
-        "\"rule\":\"airlock.yaml:14\",\"conn\":7,\"policy\":null,\"policy_version\":null,\"bytes_up\":10,"
+        "\"rule\":\"airlock.yaml:14\",\"conn\":7,\"policy\":null,\"policy_version\":null,\"process\":null,\"bytes_up\":10,"
         "\"bytes_down\":20,\"duration_ms\":3}\n");
 }
 
@@ -51,6 +51,37 @@ TEST_CASE("dns lines carry qtype, rcode and answers") {
   const auto line = core::render_json_line(r);
   CHECK(line.find("\"qtype\":\"A\",\"rcode\":\"NOERROR\",\"answers\":[\"203.0.113.10\"]") != std::string::npos);
   CHECK(line.find("bytes_up") == std::string::npos);
+}
+
+TEST_CASE("labels, tool call and process are carried as given") {
+  core::decision_record r;
+  r.labels = {{"repo", "acme/web"}, {"task", "fix \"quotes\""}};
+  r.tool_call = "call-7";
+  r.process_json = R"({"pid":42,"comm":"curl","cmdline":"curl x","chain":[]})";
+  const auto line = core::render_json_line(r);
+  CHECK(line.find(R"("labels":{"repo":"acme/web","task":"fix \"quotes\""},"tool_call":"call-7",)") != std::string::npos);
+  CHECK(line.find(R"("process":{"pid":42,"comm":"curl","cmdline":"curl x","chain":[]},)") != std::string::npos);
+}
+
+TEST_CASE("a session close line carries totals and no decision") {
+  core::decision_record r;
+  r.ts = std::chrono::system_clock::time_point(std::chrono::microseconds(1764676800123456));
+  r.event = core::event_kind::session;
+  r.session = "sbx-1";
+  r.action = "close";
+  r.policy = "npm";
+  r.sources = {"198.18.0.2/32"};
+  r.dns_queries = 3;
+  r.connections_allowed = 2;
+  r.connections_denied = 1;
+  r.bytes_up = 100;
+  r.bytes_down = 2000;
+  r.duration_ms = 1500;
+  CHECK(core::render_json_line(r) ==
+        "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"event\":\"session\",\"session\":\"sbx-1\",\"labels\":{},"
+        "\"tool_call\":null,\"action\":\"close\",\"policy\":\"npm\",\"sources\":[\"198.18.0.2/32\"],"
+        "\"verdict\":null,\"reason\":null,\"rule\":null,\"dns_queries\":3,\"connections_allowed\":2,"
+        "\"connections_denied\":1,\"bytes_up\":100,\"bytes_down\":2000,\"duration_ms\":1500}\n");
 }
 
 TEST_CASE("the log writer writes every line, in order, and flushes on destruction") {

@@ -1,0 +1,437 @@
+#include "core/instance.hpp"
+
+#include "core/control_api.hpp"
+#include "core/deadline.hpp"
+#include "core/decision_log.hpp"
+#include "core/http_server.hpp"
+#include "core/metrics.hpp"
+#include "core/spawn.hpp"
+#include "dns/resolver.hpp"
+#include "dns/server.hpp"
+#include "policy/config.hpp"
+#include "policy/snapshot.hpp"
+#include "policy/store.hpp"
+#include "proxy/connection.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <list>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace airlock::core {
+
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using asio::ip::udp;
+using unix_socket = asio::local::stream_protocol;
+
+std::string error_lines(const std::vector<policy::config_error>& errors) {
+  std::string out;
+  for (const auto& e : errors) out += (out.empty() ? "" : "\n") + e.to_string();
+  return out;
+}
+
+// Completion for long-lived coroutines: an escaping exception is a bug, said on stderr
+// with the part that stopped, never swallowed.
+auto report(const char* where) {
+  return report_exceptions([where](const char* what) { std::fprintf(stderr, "airlock: %s stopped: %s\n", where, what); });
+}
+
+template <typename Socket, typename Endpoint>
+boost::system::error_code bind_socket(Socket& s, const Endpoint& ep) {
+  boost::system::error_code ec;
+  s.open(ep.protocol(), ec);
+  if (!ec) s.set_option(asio::socket_base::reuse_address(true), ec);
+  // [::] and 0.0.0.0 may both be listed; each takes its own family only.
+  if (!ec && ep.address().is_v6()) s.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) s.bind(ep, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    s.close(ignored);
+  }
+  return ec;
+}
+
+boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep) {
+  auto ec = bind_socket(a, ep);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  return ec;
+}
+
+
+}  // namespace
+
+struct instance::parts {
+  instance_options options;
+  policy::config cfg;
+  std::string log_path;
+  // Destroyed in reverse order. Coroutines cut short at shutdown are destroyed with the
+  // loop, and each still logs its line then: everything they reach (the contexts, the
+  // registry, the log) is declared before the loop. What owns sockets or timers on the
+  // loop is declared after it.
+  std::unique_ptr<decision_log> log;
+  metrics stats;
+  std::unique_ptr<policy::store> policies;
+  std::unique_ptr<session_registry> sessions;
+  dns::name_table names;
+  dns::answer_cache cache;
+  std::unique_ptr<dns::query_context> dns_ctx;
+  std::unique_ptr<proxy::proxy_context> proxy_ctx;
+  asio::io_context io{1};
+  std::unique_ptr<dns::resolver> resolver;
+  std::list<udp::socket> dns_sockets;
+  std::list<tcp::acceptor> dns_acceptors;
+  std::list<tcp::acceptor> proxy_acceptors;
+  std::list<tcp::acceptor> admin_acceptors;
+  std::optional<unix_socket::acceptor> control;
+  std::vector<policy::endpoint_config> proxy_bound, dns_bound, admin_bound;
+  std::size_t active_connections = 0;
+  bool stopping = false;
+  std::string ready;
+
+  metrics_sample sample() const {
+    return metrics_sample{active_connections, sessions->list().size(), log->queue_depth(), log->dropped_total()};
+  }
+};
+
+namespace {
+
+using parts_t = instance::parts;
+
+}  // namespace
+
+instance::instance(std::unique_ptr<parts> p) : parts_(std::move(p)) {}
+instance::~instance() {
+  if (parts_->control) {
+    boost::system::error_code ignored;
+    parts_->control->close(ignored);
+    ::unlink(parts_->cfg.listen.control.c_str());
+  }
+}
+
+asio::io_context& instance::io() { return parts_->io; }
+session_registry& instance::registry() { return *parts_->sessions; }
+const std::string& instance::ready_line() const { return parts_->ready; }
+
+listener_ports instance::ports() const {
+  listener_ports out;
+  auto first = [](const std::vector<policy::endpoint_config>& eps, bool& reachable) -> std::uint16_t {
+    for (const auto& ep : eps)
+      if (!ep.address.is_loopback()) {
+        reachable = true;
+        return ep.port;
+      }
+    return eps.empty() ? 0 : eps.front().port;
+  };
+  bool proxy_ok = false, dns_ok = false;
+  out.proxy = first(parts_->proxy_bound, proxy_ok);
+  out.dns = first(parts_->dns_bound, dns_ok);
+  out.reachable_from_sandbox = proxy_ok && dns_ok;
+  out.decisions_log = parts_->log_path;
+  return out;
+}
+
+namespace {
+
+// Counts the connection while it lives, so shutdown can wait for the open ones.
+asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket) {
+  struct count {
+    parts_t& r;
+    explicit count(parts_t& rr) : r(rr) { ++r.active_connections; }
+    ~count() { --r.active_connections; }
+  } guard(r);
+  co_await proxy::handle_connection(std::move(socket), *r.proxy_ctx);
+}
+
+asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor) {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(nothrow);
+    if (r.stopping || ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      // EMFILE and friends: pause instead of spinning on a listener that cannot accept.
+      asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(nothrow);
+      continue;
+    }
+    spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket)), [](const char* what) {
+      std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
+    });
+  }
+}
+
+// The name table forgets expired answers once a minute (and whenever a cap is hit).
+asio::awaitable<void> expire_names(parts_t& r) {
+  asio::steady_timer tick(r.io);
+  while (!r.stopping) {
+    tick.expires_after(std::chrono::seconds(60));
+    auto [ec] = co_await tick.async_wait(nothrow);
+    if (ec) co_return;
+    r.names.expire(dns::name_table::clock::now());
+  }
+}
+
+asio::awaitable<void> drain_then_stop(parts_t& r) {
+  // Listeners are closed; give open connections a moment to finish, then stop. Those
+  // still open are cut, and each still logs its line as its coroutine is destroyed.
+  asio::steady_timer tick(r.io);
+  for (int i = 0; i < 50 && r.active_connections > 0; ++i) {
+    tick.expires_after(std::chrono::milliseconds(100));
+    co_await tick.async_wait(nothrow);
+  }
+  r.io.stop();
+}
+
+void begin_shutdown(parts_t& r) {
+  if (r.stopping) return;
+  r.stopping = true;
+  boost::system::error_code ignored;
+  for (auto& a : r.proxy_acceptors) a.close(ignored);
+  for (auto& s : r.dns_sockets) s.close(ignored);
+  for (auto& a : r.dns_acceptors) a.close(ignored);
+  for (auto& a : r.admin_acceptors) a.close(ignored);
+  if (r.control) r.control->close(ignored);
+  co_spawn(r.io, drain_then_stop(r), report("shutdown"));
+}
+
+registry_result<std::shared_ptr<const policy::snapshot>> reload(parts_t& r) {
+  auto fail = [&](registry_error e) {
+    r.stats.count_reload(false);
+    return e;
+  };
+  if (!r.options.config_path)
+    return fail(registry_error{409, {"the embedded default policy is in use; there is no file to reload"}});
+  auto cfg = policy::load_config_file(*r.options.config_path);
+  if (!cfg.has_value()) {
+    registry_error e{422, {}};
+    for (const auto& err : cfg.error()) e.messages.push_back(err.to_string());
+    return fail(std::move(e));
+  }
+  auto snap = r.sessions->apply(std::move(*cfg));
+  if (!snap.has_value()) return fail(snap.error());
+  r.stats.count_reload(true);
+  return snap;
+}
+
+std::string info_json(const parts_t& r) {
+  namespace json = boost::json;
+  auto endpoints = [](const std::vector<policy::endpoint_config>& eps) {
+    json::array out;
+    for (const auto& ep : eps) out.emplace_back(json::object{{"address", ep.address.to_string()}, {"port", ep.port}});
+    return out;
+  };
+  const auto snap = r.policies->current();
+  return json::serialize(json::object{{"version", AIRLOCK_VERSION_STRING},
+                                      {"policy_version", snap->version()},
+                                      {"config", r.cfg.file},
+                                      {"proxy", endpoints(r.proxy_bound)},
+                                      {"dns", endpoints(r.dns_bound)},
+                                      {"admin", endpoints(r.admin_bound)},
+                                      {"decisions_log", r.log_path}}) +
+         "\n";
+}
+
+http_response admin(parts_t& r, const http_request& req) {
+  std::string_view path = req.target;
+  if (auto q = path.find('?'); q != std::string_view::npos) path = path.substr(0, q);
+  if (req.method != "GET" && req.method != "HEAD") return json_error(405, "GET only");
+  if (path == "/metrics")
+    return http_response{200, "text/plain; version=0.0.4; charset=utf-8", r.stats.render(r.sample())};
+  if (path == "/healthz") {
+    // Healthy while the loop answers and the proxy is accepting; draining is not healthy.
+    if (r.stopping) return http_response{503, "text/plain", "stopping\n"};
+    return http_response{200, "text/plain", "ok\n"};
+  }
+  return json_error(404, "no such endpoint; try /metrics or /healthz");
+}
+
+// The control socket: owner only, and never two daemons on one path.
+boost::system::result<void, std::string> open_control(parts_t& r) {
+  const std::string& path = r.cfg.listen.control;
+  std::error_code fs_ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), fs_ec);
+  {
+    unix_socket::socket probe(r.io);
+    boost::system::error_code ec;
+    probe.connect(unix_socket::endpoint(path), ec);
+    if (!ec) return "another airlock daemon answers on the control socket " + path + "; stop it or set listen.control";
+  }
+  ::unlink(path.c_str());  // a stale socket from a daemon that did not shut down
+  auto& a = r.control.emplace(r.io);
+  boost::system::error_code ec;
+  a.open(unix_socket(), ec);
+  if (!ec) a.bind(unix_socket::endpoint(path), ec);
+  if (!ec && ::chmod(path.c_str(), 0600) != 0) ec.assign(errno, boost::system::generic_category());
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return "cannot listen for control on " + path + ": " + ec.message();
+  return {};
+}
+
+}  // namespace
+
+boost::system::result<std::unique_ptr<instance>, startup_error> instance::create(const instance_options& options) {
+  using result = boost::system::result<std::unique_ptr<instance>, startup_error>;
+  auto fail = [](int code, std::string message) { return result(boost::system::in_place_error, startup_error{code, std::move(message)}); };
+
+  auto p = std::make_unique<parts>();
+  p->options = options;
+  auto cfg = options.config_path ? policy::load_config_file(*options.config_path) : policy::load_default_config();
+  if (!cfg.has_value()) return fail(2, error_lines(cfg.error()));
+  p->cfg = std::move(*cfg);
+  if (options.embedded_listen) {
+    p->cfg.listen.proxy = {policy::endpoint_config{*options.embedded_listen, 0}};
+    p->cfg.listen.dns = {policy::endpoint_config{*options.embedded_listen, 0}};
+    p->cfg.listen.admin.clear();
+    p->cfg.listen.http_proxy.clear();
+    p->cfg.listen.control.clear();
+  }
+  if (p->cfg.listen.proxy.empty() && p->cfg.listen.dns.empty())
+    // A daemon that listens on nothing would look healthy and guard nothing.
+    return fail(2, p->cfg.file + ": nothing to serve: set listen.proxy and listen.dns (see 'airlock check --print-default')");
+
+  p->log_path = options.decisions_log.value_or(p->cfg.decisions_log.empty() ? std::string(policy::default_decisions_log)
+                                                                            : p->cfg.decisions_log);
+  if (p->log_path != "-") {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(p->log_path).parent_path(), ec);
+  }
+  auto log = decision_log::open(p->log_path);
+  if (!log.has_value()) return fail(1, log.error());
+  p->log = std::move(*log);
+
+  // An empty snapshot first; apply() compiles the real one and opens the sessions.
+  auto empty = policy::snapshot::compile(policy::config{});
+  if (!empty.has_value()) return fail(1, "internal error: empty policy does not compile");
+  p->policies = std::make_unique<policy::store>(std::move(*empty));
+  p->sessions = std::make_unique<session_registry>(*p->policies, *p->log, p->stats);
+
+  auto resolver = dns::resolver::create(p->io.get_executor(), {p->cfg.upstream_dns});
+  if (!resolver.has_value()) return fail(1, resolver.error());
+  p->resolver = std::move(*resolver);
+  p->resolver->on_upstream_done = [stats = &p->stats](auto took, bool answered) { stats->observe_upstream(took, answered); };
+
+  p->dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache});
+  p->dns_ctx->settings = p->cfg.dns;
+  // AAAA answers only when the proxy can carry IPv6: otherwise clients without Happy
+  // Eyeballs would try an address whose connection can only be refused.
+  p->dns_ctx->filter.ipv6 = std::any_of(p->cfg.listen.proxy.begin(), p->cfg.listen.proxy.end(),
+                                        [](const auto& ep) { return ep.address.is_v6(); });
+  p->proxy_ctx = std::make_unique<proxy::proxy_context>(
+      proxy::proxy_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache, {}});
+
+  for (const auto& ep : p->cfg.listen.dns) {
+    // UDP and TCP on one port number: the sandbox's nft table redirects both to it.
+    auto& s = p->dns_sockets.emplace_back(p->io);
+    auto& a = p->dns_acceptors.emplace_back(p->io);
+    boost::system::error_code ec;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      ec = bind_socket(s, udp::endpoint(ep.address, ep.port));
+      if (ec) break;
+      ec = listen_tcp(a, tcp::endpoint(ep.address, s.local_endpoint().port()));
+      if (!ec || ep.port != 0) break;
+      boost::system::error_code ignored;
+      s.close(ignored);  // a kernel-picked UDP port whose TCP twin is taken: pick again
+    }
+    if (ec) return fail(1, "cannot listen for dns on " + ep.to_string() + ": " + ec.message());
+    p->dns_bound.push_back({ep.address, s.local_endpoint().port()});
+  }
+  for (const auto& ep : p->cfg.listen.proxy) {
+    auto& a = p->proxy_acceptors.emplace_back(p->io);
+    if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
+      return fail(1, "cannot listen for proxy on " + ep.to_string() + ": " + ec.message());
+    p->proxy_bound.push_back({ep.address, a.local_endpoint().port()});
+  }
+  for (const auto& ep : p->cfg.listen.admin) {
+    auto& a = p->admin_acceptors.emplace_back(p->io);
+    if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
+      return fail(1, "cannot listen for admin on " + ep.to_string() + ": " + ec.message());
+    p->admin_bound.push_back({ep.address, a.local_endpoint().port()});
+  }
+  if (!p->cfg.listen.control.empty())
+    if (auto opened = open_control(*p); !opened.has_value()) return fail(1, opened.error());
+
+  if (auto applied = p->sessions->apply(p->cfg); !applied.has_value()) {
+    std::string message;
+    for (const auto& m : applied.error().messages) message += (message.empty() ? "" : "\n") + m;
+    return fail(2, message);
+  }
+
+  auto& r = *p;
+  for (auto& s : r.dns_sockets) co_spawn(r.io, dns::serve_udp(s, *r.dns_ctx), report("dns listener"));
+  for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
+  for (auto& a : r.proxy_acceptors) co_spawn(r.io, accept_loop(r, a), report("proxy listener"));
+  for (auto& a : r.admin_acceptors)
+    co_spawn(r.io, serve_http(a, [&r](const http_request& req) { return admin(r, req); }), report("admin listener"));
+  if (r.control)
+    co_spawn(r.io,
+             serve_http(*r.control, make_control_handler(control_hooks{
+                                        *r.sessions, [&r] { return reload(r); }, [&r] { return info_json(r); },
+                                        [&r] { return r.sample(); }})),
+             report("control listener"));
+  co_spawn(r.io, expire_names(r), report("name table expiry"));
+
+  const auto current = r.policies->current();
+  std::string listening;
+  for (const auto& ep : r.proxy_bound) listening += " proxy=" + ep.to_string();
+  for (const auto& ep : r.dns_bound) listening += " dns=" + ep.to_string();
+  for (const auto& ep : r.admin_bound) listening += " admin=" + ep.to_string();
+  if (r.control) listening += " control=" + r.cfg.listen.control;
+  r.ready = "airlock: ready:" + listening + " policy=" + current->version() + " (" + r.cfg.file + ", " +
+            std::to_string(current->rule_count()) + " rules) log=" + r.log_path;
+  return std::unique_ptr<instance>(new instance(std::move(p)));
+}
+
+void instance::run() {
+  parts_->io.run();
+  // Every session closes with its totals, also when the loop was stopped hard.
+  parts_->sessions->close_all();
+}
+
+void instance::request_stop() {
+  asio::post(parts_->io, [&r = *parts_] { begin_shutdown(r); });
+}
+
+void instance::handle_signals() {
+  co_spawn(
+      parts_->io,
+      [](parts_t& r) -> asio::awaitable<void> {
+        asio::signal_set signals(r.io, SIGINT, SIGTERM, SIGHUP);
+        for (;;) {
+          auto [ec, signo] = co_await signals.async_wait(nothrow);
+          if (ec) co_return;
+          if (signo == SIGHUP) {
+            if (auto snap = reload(r); snap.has_value()) {
+              std::fprintf(stderr, "airlock: reloaded policy %s (%zu rules); changes to listen: and dns: need a restart\n",
+                           (*snap)->version().c_str(), (*snap)->rule_count());
+            } else {
+              std::fprintf(stderr, "airlock: reload failed; keeping policy %s:\n",
+                           r.policies->current()->version().c_str());
+              for (const auto& m : snap.error().messages) std::fprintf(stderr, "%s\n", m.c_str());
+            }
+            r.log->reopen();
+            continue;
+          }
+          if (r.stopping) {
+            r.io.stop();  // a second signal: stop now
+            co_return;
+          }
+          std::fprintf(stderr, "airlock: shutting down (%zu open connections)\n", r.active_connections);
+          begin_shutdown(r);
+        }
+      }(*parts_),
+      report("signal handler"));
+}
+
+}  // namespace airlock::core

@@ -1,0 +1,62 @@
+#pragma once
+// The numbers behind `/metrics` (Prometheus text format, via prometheus-cpp's core
+// library; the HTTP side is our own admin listener on the daemon's event loop, so no
+// extra server threads). Fed from the decision stream and a few hooks; gauges are read
+// when scraped. Used on the event loop only.
+#include "core/decision.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace airlock::core {
+
+// What is only known at scrape time.
+struct metrics_sample {
+  std::size_t active_connections = 0;
+  std::size_t sessions = 0;
+  std::size_t log_queue_depth = 0;
+  std::uint64_t log_dropped_total = 0;
+};
+
+class metrics {
+ public:
+  metrics();
+
+  void count(const decision_record& r);
+  void observe_upstream(std::chrono::steady_clock::duration took, bool answered);
+  void count_reload(bool ok);
+
+  // The Prometheus text exposition, version 0.0.4.
+  std::string render(const metrics_sample& now);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& decisions_;
+  prometheus::Family<prometheus::Counter>& bytes_;
+  prometheus::Counter& bytes_up_;
+  prometheus::Counter& bytes_down_;
+  prometheus::Family<prometheus::Histogram>& upstream_family_;
+  prometheus::Histogram& upstream_answered_;
+  prometheus::Histogram& upstream_failed_;
+  prometheus::Family<prometheus::Counter>& reloads_;
+  prometheus::Counter& reloads_ok_;
+  prometheus::Counter& reloads_failed_;
+  prometheus::Gauge& active_connections_;
+  prometheus::Gauge& sessions_;
+  prometheus::Gauge& log_queue_depth_;
+  prometheus::Counter& log_dropped_;
+  std::uint64_t log_dropped_seen_ = 0;
+  // Label sets seen so far: a decision costs one hash lookup and one increment.
+  std::unordered_map<std::string, prometheus::Counter*> decision_counters_;
+};
+
+}  // namespace airlock::core

@@ -1,0 +1,85 @@
+#pragma once
+// Every session the daemon knows, configured or registered at run time, and what each
+// has done. It sits between the data path and the decision log: every decision passes
+// through emit(), which stamps the session's labels and current tool call (the sandbox
+// never handles either, so it cannot forge them), adds to the session's totals and the
+// metrics, and hands the line on. Sessions open and close with a `session` event.
+//
+// Runtime sessions with extra allowances get a policy of their own, derived from the
+// named one; the snapshot is recompiled with it and published whole, as on a reload.
+// Used on the daemon's event loop only.
+#include "core/decision.hpp"
+#include "core/metrics.hpp"
+#include "core/session_api.hpp"
+#include "policy/config.hpp"
+#include "policy/store.hpp"
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace airlock::core {
+
+// A refusal with the HTTP status the control API answers it with.
+struct registry_error {
+  int status = 400;
+  std::vector<std::string> messages;
+};
+
+template <typename T>
+using registry_result = boost::system::result<T, registry_error>;
+
+struct session_view {
+  std::string id;
+  std::string policy;
+  std::vector<std::string> sources;
+  label_list labels;
+  std::string tool_call;
+  std::string netns;
+  bool runtime = false;
+  session_totals totals;
+};
+
+class session_registry final : public decision_sink {
+ public:
+  session_registry(policy::store& policies, decision_sink& log, metrics& m);
+
+  // Installs the configuration (at start and on reload): recompiles with the runtime
+  // sessions' derived policies, publishes, and opens/closes configured sessions that
+  // appeared/disappeared. On error nothing changes.
+  registry_result<std::shared_ptr<const policy::snapshot>> apply(policy::config cfg);
+
+  registry_result<std::string> add(const session_request& request);
+  registry_result<session_totals> remove(const std::string& id);
+  registry_result<void> set_context(const std::string& id, const std::string& tool_call, const label_list& labels);
+  std::vector<session_view> list() const;
+  std::optional<session_view> find(const std::string& id) const;
+  // The sandbox netns of a runtime session ("" when unknown), for process attribution.
+  const std::string& netns_of(std::string_view id) const noexcept;
+
+  // Closes every session with its totals (shutdown).
+  void close_all();
+
+  void emit(const decision_record& r) noexcept override;
+
+ private:
+  struct entry {
+    session_view view;
+    std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
+    std::vector<policy::rule_config> extra_allow;  // runtime sessions with --allow
+    std::string base_policy;                        // the policy extra_allow extends
+  };
+
+  registry_result<std::shared_ptr<const policy::snapshot>> compile_and_publish(const policy::config& base);
+  void publish_runtime_table();
+  void emit_session(const entry& e, std::string_view action);
+
+  policy::store& policies_;
+  decision_sink& log_;
+  metrics& metrics_;
+  policy::config base_;
+  std::map<std::string, entry, std::less<>> sessions_;  // ordered: stable listings
+};
+
+}  // namespace airlock::core

@@ -1,0 +1,164 @@
+#include "core/control_api.hpp"
+#include "core/session_registry.hpp"
+#include "policy/domain_name.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace airlock;
+
+namespace {
+
+struct collect final : core::decision_sink {
+  std::vector<core::decision_record> lines;
+  void emit(const core::decision_record& r) noexcept override { lines.push_back(r); }
+};
+
+constexpr std::string_view config_text = R"(version: 1
+policies:
+  npm:
+    allow:
+      - host: registry.npmjs.org
+    deny:
+      - host: evil.example
+sessions:
+  - id: lab
+    source: 203.0.113.0/24
+    policy: npm
+)";
+
+struct fixture {
+  std::unique_ptr<policy::store> store;
+  collect log;
+  core::metrics stats;
+  std::unique_ptr<core::session_registry> registry;
+
+  fixture() {
+    store = std::make_unique<policy::store>(*policy::snapshot::compile(policy::config{}));
+    registry = std::make_unique<core::session_registry>(*store, log, stats);
+    auto cfg = policy::load_config_text(config_text, "airlock.yaml");
+    REQUIRE(cfg.has_value());
+    REQUIRE(registry->apply(*cfg).has_value());
+  }
+
+  policy::decision decide(std::string_view source, std::string_view host, std::uint16_t port) {
+    const auto snap = store->current();
+    const auto registered = store->registered();
+    auto s = snap->session_for(boost::asio::ip::make_address(source), registered.get());
+    if (!s) return {};
+    return s->policy->decide(*policy::domain_name::parse(host), port);
+  }
+};
+
+core::session_request request(std::string id, std::vector<std::string> sources) {
+  core::session_request r;
+  r.id = std::move(id);
+  r.sources = std::move(sources);
+  r.policy = "npm";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("configured sessions open when the configuration is applied") {
+  fixture f;
+  REQUIRE(f.log.lines.size() == 1);
+  CHECK(f.log.lines[0].event == core::event_kind::session);
+  CHECK(f.log.lines[0].action == "open");
+  CHECK(f.log.lines[0].session == "lab");
+}
+
+TEST_CASE("a runtime session with extra allowances gets its own policy, and loses it on removal") {
+  fixture f;
+  auto r = request("sbx-1", {"198.18.0.2/32"});
+  r.allow = {"example.com:8443", "*.pkg.test"};
+  r.labels = {{"repo", "acme/web"}};
+  auto id = f.registry->add(r);
+  REQUIRE(id.has_value());
+  CHECK(*id == "sbx-1");
+  CHECK(f.decide("198.18.0.2", "example.com", 8443).allowed());
+  CHECK(f.decide("198.18.0.2", "a.b.pkg.test", 443).allowed());
+  CHECK_FALSE(f.decide("198.18.0.2", "example.com", 443).allowed());  // the port was named
+  CHECK(f.decide("198.18.0.2", "registry.npmjs.org", 443).allowed());  // the base policy still applies
+  CHECK_FALSE(f.decide("198.18.0.3", "example.com", 8443).allowed());  // another source has no such allowance
+  CHECK(f.decide("198.18.0.2", "example.com", 8443).rule == "session sbx-1 allow:1");
+
+  // Every decision for the session is counted and stamped with its labels and tool call.
+  REQUIRE(f.registry->set_context("sbx-1", "call-7", {}).has_value());
+  core::decision_record d;
+  d.event = core::event_kind::connect;
+  d.session = "sbx-1";
+  d.verdict = policy::verdict::deny;
+  d.bytes_up = 5;
+  f.registry->emit(d);
+  d.verdict = policy::verdict::allow;
+  d.bytes_down = 7;
+  f.registry->emit(d);
+  d.event = core::event_kind::dns;
+  f.registry->emit(d);
+  CHECK(f.log.lines.back().labels == core::label_list{{"repo", "acme/web"}});
+  CHECK(f.log.lines.back().tool_call == "call-7");
+
+  auto totals = f.registry->remove("sbx-1");
+  REQUIRE(totals.has_value());
+  CHECK(totals->connections_denied == 1);
+  CHECK(totals->connections_allowed == 1);
+  CHECK(totals->dns_queries == 1);
+  CHECK(totals->bytes_up == 10);
+  CHECK(totals->bytes_down == 7);
+  const auto& close = f.log.lines.back();
+  CHECK(close.action == "close");
+  CHECK(close.connections_allowed == 1);
+  CHECK_FALSE(f.decide("198.18.0.2", "example.com", 8443).allowed());
+  CHECK_FALSE(f.store->current()->find_policy("session:sbx-1"));
+}
+
+TEST_CASE("registration refuses what would be ambiguous or wrong, and says why") {
+  fixture f;
+  REQUIRE(f.registry->add(request("a", {"198.18.0.0/30"})).has_value());
+  auto overlap = f.registry->add(request("b", {"198.18.0.2/32"}));
+  REQUIRE_FALSE(overlap.has_value());
+  CHECK(overlap.error().status == 409);
+  CHECK(f.registry->add(request("a", {"198.18.1.0/30"})).error().status == 409);
+  CHECK(f.registry->add(request("lab", {"198.18.1.0/30"})).error().status == 409);  // a configured id
+  CHECK(f.registry->add(request("bad id!", {"198.18.1.0/30"})).error().status == 400);
+  CHECK(f.registry->add(request("c", {"198.18.1.1/30"})).error().status == 400);  // host bits set
+  auto unknown = request("d", {"198.18.2.0/30"});
+  unknown.policy = "nope";
+  CHECK(f.registry->add(unknown).error().status == 404);
+  auto bad_allow = request("e", {"198.18.3.0/30"});
+  bad_allow.allow = {"exa*mple.com", "x.test:0"};
+  auto refused = f.registry->add(bad_allow);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().messages.size() == 2);
+  CHECK(f.registry->remove("lab").error().status == 404);  // configured sessions stay
+  CHECK(f.registry->remove("zzz").error().status == 404);
+}
+
+TEST_CASE("a reload keeps runtime sessions and their derived policies") {
+  fixture f;
+  auto r = request("sbx", {"198.18.0.2/32"});
+  r.allow = {"example.com"};
+  REQUIRE(f.registry->add(r).has_value());
+  auto cfg = policy::load_config_text(config_text, "airlock.yaml");
+  REQUIRE(f.registry->apply(*cfg).has_value());
+  CHECK(f.decide("198.18.0.2", "example.com", 443).allowed());
+  // A file with a policy missing closes nothing at run time, and fails closed.
+  auto other = policy::load_config_text("version: 1\npolicies:\n  other: {}\n", "airlock.yaml");
+  REQUIRE(other.has_value());
+  REQUIRE(f.registry->apply(*other).has_value());
+  CHECK_FALSE(f.decide("198.18.0.2", "registry.npmjs.org", 443).allowed());
+  CHECK(f.log.lines.back().action == "close");  // the configured session "lab" is gone
+  CHECK(f.log.lines.back().session == "lab");
+}
+
+TEST_CASE("session requests are parsed strictly") {
+  auto ok = core::parse_session_request(
+      R"({"id":"x","sources":["198.18.0.2/32"],"policy":"npm","allow":["a.test"],"labels":{"k":"v"},"netns":"/run/netns/x"})");
+  REQUIRE(ok.has_value());
+  CHECK(ok->labels == core::label_list{{"k", "v"}});
+  CHECK(ok->netns == "/run/netns/x");
+  CHECK(core::parse_session_request("{").error().find("not JSON") != std::string::npos);
+  CHECK(core::parse_session_request(R"({"sources":"x"})").error() == "sources: expected an array of strings");
+  CHECK(core::parse_session_request(R"({"labels":{"k":1}})").error() == "labels.k: expected a string");
+  CHECK(core::parse_session_request(R"({"polcy":"x"})").error().find("unknown field 'polcy'") != std::string::npos);
+}

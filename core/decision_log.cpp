@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace airlock::core {
@@ -93,11 +94,20 @@ std::uint64_t decision_log::dropped_total() const noexcept {
 }
 
 bool decision_log::write_all(const std::string& data) noexcept {
+  // A disk that fills half-way through would leave a torn line that breaks every reader:
+  // cut the file back to where this write began (regular files; a pipe cannot be cut).
+  struct stat st {};
+  const bool regular = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
   std::size_t off = 0;
   while (off < data.size()) {
     auto n = ::write(fd_, data.data() + off, data.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n <= 0) {
+      if (regular && off > 0 && ::ftruncate(fd_, st.st_size) != 0) {
+        // Nothing better to do: the next reader skips one unparseable line.
+      }
+      return false;
+    }
     off += static_cast<std::size_t>(n);
   }
   return true;

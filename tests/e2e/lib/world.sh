@@ -219,6 +219,7 @@ world_airlock_config() {
 
 # Starts airlock in the gateway namespace; its stderr goes to $W/airlock.stderr.
 world_start_airlock() {
+  : >"$W/airlock.stderr"  # a restart must not find the previous run's "ready"
   ip netns exec "$GW" "$AIRLOCK" daemon "$@" 2>"$W/airlock.stderr" &
   AIRLOCK_PID=$!
   WORLD_PIDS+=("$AIRLOCK_PID")

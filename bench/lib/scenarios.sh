@@ -1,0 +1,259 @@
+# shellcheck shell=bash
+# The scenarios. Each writes rows to $RESULTS/raw.tsv through emit():
+#   scenario  target  metric  round  value  unit
+# Rounds interleave the targets, in an order rotated every round, so the slow drift of a
+# shared machine hits each target alike; report.py takes ratios within a round.
+
+# rotate N A B C... : the list rotated by N
+rotate() { local n=$1; shift; local a=("$@") k=$# i; for ((i = 0; i < k; i++)); do printf '%s ' "${a[$(((i + n) % k))]}"; done; }
+
+# targets_for COLUMN : the running targets that handle TLS (1) or HTTP (2)
+targets_for() {
+  local t out=()
+  for t in $TARGETS; do
+    target_ok "$t" || continue
+    [[ $t == direct || $(awk -v c="$1" '{print $c}' <<<"${TGT_PORTS[$t]}") != - ]] && out+=("$t")
+  done
+  echo "${out[*]}"
+}
+
+# check_filter SCENARIO TARGET SCHEME : the allowed name passes, the other is blocked.
+check_filter() {
+  local a b
+  a=$(inns "$NS_C" curl -s -m 5 --cacert "$WORK/pki/ca.pem" -o /dev/null -w '%{http_code}' "$3://$HOST_OK/small.html")
+  b=$(inns "$NS_C" curl -s -m 5 --cacert "$WORK/pki/ca.pem" -o /dev/null -w '%{http_code}' "$3://$HOST_BAD/small.html")
+  emit "$1" "$2" allowed_ok 0 "$([[ $a == 200 ]] && echo 1 || echo 0)" bool
+  emit "$1" "$2" denied_blocked 0 "$([[ $b != 200 ]] && echo 1 || echo 0)" bool
+  [[ $2 == direct || $b != 200 ]] || warn "$1/$2: a name on no allowlist was NOT blocked"
+  [[ $a == 200 ]] || { warn "$1/$2: the allowed name failed (HTTP code $a); target skipped"; return 1; }
+}
+
+# run_wrk URL SECONDS CONNECTIONS -> W_N W_RPS W_ERR W_CPU
+run_wrk() {
+  local out=$WORK/tmp/wrk.out tm=$WORK/tmp/wrk.time
+  timeout $(($2 + 30)) ip netns exec "$NS_C" /usr/bin/time -f '%U %S' -o "$tm" \
+    wrk -t"$WRK_T" -c"$3" -d"${2}s" --timeout 5s -H 'Connection: close' "$1" >"$out" 2>&1
+  W_N=$(awk '/requests in/{print $1}' "$out")
+  W_RPS=$(awk '/^Requests\/sec/{print $2}' "$out")
+  W_ERR=$(awk '/Socket errors/{gsub(",", ""); e += $4 + $6 + $8 + $10} /Non-2xx/{e += $NF} END{print e + 0}' "$out")
+  W_CPU=$(awk '{print $1 + $2}' "$tm" 2>/dev/null)
+  [[ -n $W_N && -n $W_RPS ]] || { warn "wrk failed: $(tail -3 "$out")"; W_N=0 W_RPS=0 W_CPU=0; return 1; }
+}
+
+# ---- https, http: new connections per second (wrk, Connection: close) -------------------
+scenario_rate() {
+  local sc=$1 scheme=$2 col=$3 t r targets=()
+  for t in $(targets_for "$col"); do
+    route_target "$t"
+    check_filter "$sc" "$t" "$scheme" || continue
+    run_wrk "$scheme://$HOST_OK/small.html" 1 "$WRK_C" >/dev/null  # warm-up
+    targets+=("$t")
+  done
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for t in $(rotate "$r" "${targets[@]}"); do
+      route_target "$t"
+      acct_start "$(target_pids "$t")" "$(pid_of origin)"
+      run_wrk "$scheme://$HOST_OK/small.html" "$DUR" "$WRK_C"
+      acct_end "$sc" "$t" "$r" "$W_N" "$W_CPU" req
+      emit "$sc" "$t" rps "$r" "$W_RPS" req/s
+      emit "$sc" "$t" errors "$r" "$W_ERR" count
+      log "$sc r$r $t: $W_RPS req/s ($W_ERR errors)"
+    done
+  done
+  nft_direct
+}
+scenario_https() { scenario_rate https https 1; }
+scenario_http() { scenario_rate http http 2; }
+
+# ---- bulk: one large file over one TLS connection (curl) -----------------------------------
+scenario_bulk() {
+  local t r out v targets
+  targets=$(targets_for 1)
+  cat "$WORK/www/big.bin" >/dev/null  # back into the page cache (this VM pages out idle files)
+  for t in $targets; do  # warm-up: the first transfer through a fresh path is slow
+    route_target "$t"
+    timeout 60 ip netns exec "$NS_C" curl -s -m 50 --cacert "$WORK/pki/ca.pem" -o /dev/null -r 0-33554431 \
+      "https://$HOST_OK/big.bin"
+  done
+  for ((r = 1; r <= BULK_ROUNDS; r++)); do
+    for t in $(rotate "$r" $targets); do
+      route_target "$t"
+      acct_start "$(target_pids "$t")" "$(pid_of origin)"
+      out=$(timeout 120 ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' curl -s -m 100 --cacert "$WORK/pki/ca.pem" \
+        -o /dev/null -w '%{http_code} %{size_download} %{speed_download}\n' "https://$HOST_OK/big.bin" 2>&1)
+      v=$(awk '$1 == "200" {printf "%.1f", $3 / 1048576}' <<<"$out")
+      acct_end bulk "$t" "$r" "$(fdiv "$BULK_MB" 1024)" "$(awk '/^CPU/{print $2 + $3}' <<<"$out")" GiB
+      emit bulk "$t" MiBps "$r" "${v:-0}" MiB/s
+      log "bulk r$r $t: ${v:-FAIL} MiB/s"
+    done
+  done
+  nft_direct
+}
+
+# ---- latency: one request at a time (connect + TLS + request + response) -------------------
+scenario_latency() {
+  local t r scheme col
+  for scheme in https http; do
+    col=$([[ $scheme == https ]] && echo 1 || echo 2)
+    for ((r = 1; r <= LAT_ROUNDS; r++)); do
+      for t in $(rotate "$r" $(targets_for "$col")); do
+        route_target "$t"
+        timeout 120 ip netns exec "$NS_C" curl -s --no-sessionid -H 'Connection: close' --cacert "$WORK/pki/ca.pem" \
+          -o /dev/null -w '%{http_code} %{time_total}\n' "$scheme://$HOST_OK/small.html?[1-$LAT_N]" >"$WORK/tmp/lat.out"
+        python3 "$HERE/lib/percentiles.py" "$WORK/tmp/lat.out" "latency-$scheme" "$t" "$r" >>"$RESULTS/raw.tsv"
+      done
+    done
+    log "latency-$scheme: done"
+  done
+  nft_direct
+}
+
+# ---- idle: memory per idle TLS connection held through the proxy ---------------------------
+scenario_idle() {
+  local t m0 m1 s0 s1 hp n
+  for t in $(targets_for 1); do
+    route_target "$t"
+    # fresh processes: the load of earlier scenarios must not have grown the heaps already
+    if [[ $t == direct ]]; then stop_bg origin; start_origin; else restart_target "$t" || { warn "idle: $t did not restart"; continue; }; fi
+    # a few connections first, so lazy one-time allocations are not counted per connection
+    inns "$NS_C" "$LOADGEN" idle --connect "$IP_S:443" --sni "$HOST_OK" --ca "$WORK/pki/ca.pem" -n 50 --hold 0 >/dev/null 2>&1
+    sleep 1
+    m0=$(rss_kb $(target_pids "$t")) s0=$(rss_kb "$(pid_of origin)")
+    rm -f "$WORK/tmp/idle.ready"
+    timeout 300 ip netns exec "$NS_C" "$LOADGEN" idle --connect "$IP_S:443" --sni "$HOST_OK" --ca "$WORK/pki/ca.pem" \
+      -n "$IDLE_N" -c 64 --hold 120 --ready-file "$WORK/tmp/idle.ready" >"$WORK/tmp/idle.out" 2>&1 &
+    hp=$!
+    for _ in $(seq 1200); do [[ -e $WORK/tmp/idle.ready ]] && break; kill -0 $hp 2>/dev/null || break; sleep 0.1; done
+    sleep 1
+    n=$(cat "$WORK/tmp/idle.ready" 2>/dev/null || echo 0)
+    m1=$(rss_kb $(target_pids "$t")) s1=$(rss_kb "$(pid_of origin)")
+    kill -TERM $hp 2>/dev/null
+    wait $hp 2>/dev/null
+    if [[ ${n:-0} -gt 0 ]]; then
+      [[ $t != direct ]] && emit idle "$t" proxy_kib_per_conn 1 "$(fdiv "$((m1 - m0))" "$n")" KiB
+      [[ $t != direct ]] && emit idle "$t" proxy_rss_mib_before 1 "$(fdiv "$m0" 1024)" MiB
+      emit idle "$t" origin_kib_per_conn 1 "$(fdiv "$((s1 - s0))" "$n")" KiB
+      emit idle "$t" conns 1 "$n" count
+      log "idle $t: $n connections, proxy +$(((m1 - m0) / 1024)) MiB ($(fdiv "$((m1 - m0))" "$n") KiB each), origin +$(((s1 - s0) / 1024)) MiB; $(head -1 "$WORK/tmp/idle.out")"
+    else
+      warn "idle $t: no connection held: $(tail -2 "$WORK/tmp/idle.out")"
+    fi
+  done
+  nft_direct
+}
+
+# ---- hello: ClientHellos cut into segments, and trickled slowly (bench_loadgen) -----------------
+# run_hello SCENARIO TARGET ROUND SEGMENTS GAP_MS CONCURRENCY SECONDS
+run_hello() {
+  local out kv
+  acct_start "$(target_pids "$2")" "$(pid_of origin)"
+  out=$(timeout $(($7 + 30)) ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' "$LOADGEN" hello --connect "$IP_S:443" \
+    --sni "$HOST_OK" --segments "$4" --gap-ms "$5" -c "$6" --duration "$7" 2>&1)
+  kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$out" | head -1; }
+  acct_end "$1" "$2" "$3" "$(kv answered)" "$(awk '/^CPU/{print $2 + $3}' <<<"$out")" hello
+  emit "$1" "$2" answered_per_s "$3" "$(kv answered_per_s)" hello/s
+  emit "$1" "$2" p50_ms "$3" "$(kv p50_ms)" ms
+  emit "$1" "$2" p99_ms "$3" "$(kv p99_ms)" ms
+  emit "$1" "$2" failed "$3" "$(kv failed)" count
+  log "$1 r$3 $2: $(head -1 <<<"$out")"
+}
+
+scenario_hello() {
+  local t r targets
+  targets=$(targets_for 1)
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for t in $(rotate "$r" $targets); do
+      route_target "$t"
+      run_hello hello-whole "$t" "$r" 1 0 "$HELLO_C" "$DUR"
+      run_hello hello-segmented "$t" "$r" "$HELLO_SEGMENTS" "$HELLO_GAP_MS" "$HELLO_C" "$DUR"
+    done
+  done
+  # slow senders: one round, it measures whether they are served, not a rate
+  for t in $targets; do
+    route_target "$t"
+    run_hello hello-slow "$t" 1 "$SLOW_SEGMENTS" "$SLOW_GAP_MS" "$SLOW_C" "$((DUR + 2))"
+  done
+  nft_direct
+}
+
+# ---- dns: dnsperf against each resolver, cache hits, misses, denied names ----------------------
+# run_dnsperf ADDR PORT FILE SECONDS -> D_QPS D_N D_LOST D_CPU D_RC
+run_dnsperf() {
+  local out=$WORK/tmp/dnsperf.out
+  timeout $(($4 + 20)) ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' \
+    dnsperf -s "$1" -p "$2" -d "$3" -l "$4" -c "$DNSPERF_C" -T "$DNSPERF_T" -q "$DNSPERF_Q" -t 1 >"$out" 2>&1
+  D_QPS=$(awk '/Queries per second/{print $4}' "$out")
+  D_N=$(awk '/Queries completed/{print $3}' "$out")
+  D_LOST=$(awk '/Queries lost/{print $3}' "$out")
+  D_CPU=$(awk '/^CPU/{print $2 + $3}' "$out")
+  D_RC=$(awk '/Response codes/{sub(/.*Response codes: /, ""); gsub(/ /, ""); print}' "$out")
+}
+
+scenario_dns() {
+  local r t a p ok bad live=() mix file
+  start_resolvers $RESOLVERS
+  for t in $RESOLVERS; do
+    target_ok "dns-$t" || continue
+    a=$(dns_addr "$t") p=${DNS_PORT[$t]}
+    ok=$(inns "$NS_C" dig +tries=2 +time=2 @"$a" -p "$p" "a1.$ZONE_OK" A +short 2>/dev/null | head -1)
+    bad=$(inns "$NS_C" dig +tries=2 +time=2 @"$a" -p "$p" "d1.$ZONE_BAD" A +short 2>/dev/null | head -1)
+    emit dns-hit "$t" allowed_ok 0 "$([[ $ok == "$IP_S" ]] && echo 1 || echo 0)" bool
+    emit dns-hit "$t" denied_blocked 0 "$([[ $bad != "$IP_S" ]] && echo 1 || echo 0)" bool
+    [[ $ok == "$IP_S" ]] || { warn "dns $t: the allowed name did not resolve (got '$ok'); skipped"; continue; }
+    [[ $t == auth || $bad != "$IP_S" ]] || warn "dns $t: a name on no allowlist resolved"
+    run_dnsperf "$a" "$p" "$WORK/dns/hits.txt" 1  # fills the caches: every hits.txt name asked
+    live+=("$t")
+  done
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for mix in hit miss denied; do
+      for t in $(rotate "$r" "${live[@]}"); do
+        [[ $t == auth && $mix == denied ]] && continue  # NSD is no filter
+        a=$(dns_addr "$t") p=${DNS_PORT[$t]}
+        case $mix in
+          hit) file=$WORK/dns/hits.txt ;;
+          miss) file=$(misses_file "r$r$t") ;;
+          denied) file=$WORK/dns/denied.txt ;;
+        esac
+        if [[ $t == auth ]]; then acct_start "" "$(pid_of nsd)"; else acct_start "$(pid_of "${DNS_PROC[$t]}")" "$(pid_of nsd)"; fi
+        run_dnsperf "$a" "$p" "$file" "$DNS_DUR"
+        acct_end "dns-$mix" "$t" "$r" "${D_N:-0}" "${D_CPU:-0}" query
+        emit "dns-$mix" "$t" qps "$r" "${D_QPS:-0}" q/s
+        emit "dns-$mix" "$t" lost "$r" "${D_LOST:-0}" count
+        log "dns-$mix r$r $t: ${D_QPS:-FAIL} q/s, lost ${D_LOST:-?}, rcodes ${D_RC:-?}"
+      done
+    done
+  done
+}
+
+# ---- decide: the policy engine alone (policy_decide_bench), 10, 1k and 100k rules ---------------
+scenario_decide() {
+  local out=$WORK/tmp/decide.csv
+  timeout 300 "$DECIDE_BENCH" --benchmark_filter='^decide/[a-z_0-9]+/rules:[0-9]+$' \
+    --benchmark_repetitions="$DECIDE_REPS" --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 \
+    --benchmark_format=csv >"$out" 2>"$WORK/logs/decide.err" || { warn "policy_decide_bench failed"; return; }
+  # "decide/exact_hit/rules:1000_median",3,232.1,... -> decide exact_hit rules:1000 ns
+  awk -F, '$1 ~ /_median"$/ { gsub(/"/, "", $1); sub(/_median$/, "", $1); split($1, p, "/");
+    printf "decide\t%s\t%s_ns\t1\t%s\tns\n", p[3], p[2], $3 }' "$out" >>"$RESULTS/raw.tsv"
+  log "decide: $(grep -c '^decide' "$RESULTS/raw.tsv") medians"
+}
+
+# ---- scale: new plain-HTTP connections per second against concurrency ----------------------------
+scenario_scale() {
+  local t r c targets
+  targets=$(targets_for 2)
+  for ((r = 1; r <= SCALE_ROUNDS; r++)); do
+    for c in $SCALE_LEVELS; do
+      for t in $(rotate "$r" $targets); do
+        route_target "$t"
+        acct_start "$(target_pids "$t")" "$(pid_of origin)"
+        run_wrk "http://$HOST_OK/small.html" "$SCALE_DUR" "$c"
+        acct_end "scale-c$c" "$t" "$r" "$W_N" "$W_CPU" req
+        emit "scale-c$c" "$t" rps "$r" "$W_RPS" req/s
+        emit "scale-c$c" "$t" errors "$r" "$W_ERR" count
+        log "scale c=$c r$r $t: $W_RPS req/s ($W_ERR errors)"
+        sleep 1  # let the closed connections drain out of the tables
+      done
+    done
+  done
+  nft_direct
+}

@@ -14,7 +14,6 @@ void warn_unserved(const std::optional<std::filesystem::path>& path) {
   auto cfg = path ? policy::load_config_file(*path) : policy::load_default_config();
   if (!cfg.has_value()) return;
   auto warn = [](const char* what) { std::fprintf(stderr, "airlock: warning: %s\n", what); };
-  if (!cfg->listen.http_proxy.empty()) warn("listen.http_proxy is not served yet; use the transparent listener");
   bool inspect = false, redirects = false;
   for (const auto& p : cfg->policies) {
     redirects = redirects || !p.redirects.empty();

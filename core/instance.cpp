@@ -95,9 +95,10 @@ struct instance::parts {
   std::list<udp::socket> dns_sockets;
   std::list<tcp::acceptor> dns_acceptors;
   std::list<tcp::acceptor> proxy_acceptors;
+  std::list<tcp::acceptor> explicit_acceptors;
   std::list<tcp::acceptor> admin_acceptors;
   std::optional<unix_socket::acceptor> control;
-  std::vector<policy::endpoint_config> proxy_bound, dns_bound, admin_bound;
+  std::vector<policy::endpoint_config> proxy_bound, explicit_bound, dns_bound, admin_bound;
   std::size_t active_connections = 0;
   bool stopping = false;
   std::string ready;
@@ -146,17 +147,19 @@ listener_ports instance::ports() const {
 
 namespace {
 
+using connection_handler = asio::awaitable<void> (*)(tcp::socket, proxy::proxy_context&);
+
 // Counts the connection while it lives, so shutdown can wait for the open ones.
-asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket) {
+asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, connection_handler handle) {
   struct count {
     parts_t& r;
     explicit count(parts_t& rr) : r(rr) { ++r.active_connections; }
     ~count() { --r.active_connections; }
   } guard(r);
-  co_await proxy::handle_connection(std::move(socket), *r.proxy_ctx);
+  co_await handle(std::move(socket), *r.proxy_ctx);
 }
 
-asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor) {
+asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, connection_handler handle) {
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(nothrow);
     if (r.stopping || ec == asio::error::operation_aborted) co_return;
@@ -166,7 +169,7 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor) {
       co_await pause.async_wait(nothrow);
       continue;
     }
-    spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket)), [](const char* what) {
+    spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket), handle), [](const char* what) {
       std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
     });
   }
@@ -199,6 +202,7 @@ void begin_shutdown(parts_t& r) {
   r.stopping = true;
   boost::system::error_code ignored;
   for (auto& a : r.proxy_acceptors) a.close(ignored);
+  for (auto& a : r.explicit_acceptors) a.close(ignored);
   for (auto& s : r.dns_sockets) s.close(ignored);
   for (auto& a : r.dns_acceptors) a.close(ignored);
   for (auto& a : r.admin_acceptors) a.close(ignored);
@@ -237,6 +241,7 @@ std::string info_json(const parts_t& r) {
                                       {"policy_version", snap->version()},
                                       {"config", r.cfg.file},
                                       {"proxy", endpoints(r.proxy_bound)},
+                                      {"http_proxy", endpoints(r.explicit_bound)},
                                       {"dns", endpoints(r.dns_bound)},
                                       {"admin", endpoints(r.admin_bound)},
                                       {"decisions_log", r.log_path}}) +
@@ -297,9 +302,9 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     p->cfg.listen.http_proxy.clear();
     p->cfg.listen.control.clear();
   }
-  if (p->cfg.listen.proxy.empty() && p->cfg.listen.dns.empty())
+  if (p->cfg.listen.proxy.empty() && p->cfg.listen.dns.empty() && p->cfg.listen.http_proxy.empty())
     // A daemon that listens on nothing would look healthy and guard nothing.
-    return fail(2, p->cfg.file + ": nothing to serve: set listen.proxy and listen.dns (see 'airlock check --print-default')");
+    return fail(2, p->cfg.file + ": nothing to serve: set listen.proxy and listen.dns, or listen.http_proxy (see 'airlock check --print-default')");
 
   p->log_path = options.decisions_log.value_or(p->cfg.decisions_log.empty() ? std::string(policy::default_decisions_log)
                                                                             : p->cfg.decisions_log);
@@ -353,6 +358,12 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
       return fail(1, "cannot listen for proxy on " + ep.to_string() + ": " + ec.message());
     p->proxy_bound.push_back({ep.address, a.local_endpoint().port()});
   }
+  for (const auto& ep : p->cfg.listen.http_proxy) {
+    auto& a = p->explicit_acceptors.emplace_back(p->io);
+    if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
+      return fail(1, "cannot listen for http_proxy on " + ep.to_string() + ": " + ec.message());
+    p->explicit_bound.push_back({ep.address, a.local_endpoint().port()});
+  }
   for (const auto& ep : p->cfg.listen.admin) {
     auto& a = p->admin_acceptors.emplace_back(p->io);
     if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
@@ -371,7 +382,10 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   auto& r = *p;
   for (auto& s : r.dns_sockets) co_spawn(r.io, dns::serve_udp(s, *r.dns_ctx), report("dns listener"));
   for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
-  for (auto& a : r.proxy_acceptors) co_spawn(r.io, accept_loop(r, a), report("proxy listener"));
+  for (auto& a : r.proxy_acceptors)
+    co_spawn(r.io, accept_loop(r, a, &proxy::handle_connection), report("proxy listener"));
+  for (auto& a : r.explicit_acceptors)
+    co_spawn(r.io, accept_loop(r, a, &proxy::handle_explicit_connection), report("http_proxy listener"));
   for (auto& a : r.admin_acceptors)
     co_spawn(r.io, serve_http(a, [&r](const http_request& req) { return admin(r, req); }), report("admin listener"));
   if (r.control)
@@ -385,6 +399,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   const auto current = r.policies->current();
   std::string listening;
   for (const auto& ep : r.proxy_bound) listening += " proxy=" + ep.to_string();
+  for (const auto& ep : r.explicit_bound) listening += " http_proxy=" + ep.to_string();
   for (const auto& ep : r.dns_bound) listening += " dns=" + ep.to_string();
   for (const auto& ep : r.admin_bound) listening += " admin=" + ep.to_string();
   if (r.control) listening += " control=" + r.cfg.listen.control;

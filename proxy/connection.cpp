@@ -1,14 +1,12 @@
 #include "proxy/connection.hpp"
 
 #include "core/deadline.hpp"
-#include "dns/lookup.hpp"
-#include "policy/cidr.hpp"
 #include "policy/special_addresses.hpp"
 #include "proxy/original_dst.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/sniff.hpp"
+#include "proxy/steps.hpp"
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
@@ -21,59 +19,10 @@ using asio::ip::tcp;
 using core::nothrow;
 using policy::reason;
 using policy::verdict;
-
-std::string text(const tcp::endpoint& ep) { return policy::endpoint_config{ep.address(), ep.port()}.to_string(); }
-
-// Emits the record once, on every way out of the coroutine (deny, allow, error or
-// cancellation at shutdown), with the duration filled in at that moment.
-struct emit_once {
-  core::decision_sink& sink;
-  core::decision_record& record;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  ~emit_once() {
-    record.duration_ms = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
-    sink.emit(record);
-  }
-};
-
-// A denial in the language of the channel, so the client learns it was refused rather
-// than seeing a hang: a TLS alert, an HTTP 403 with the reason, or a reset.
-asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, const core::decision_record& rec) {
-  boost::system::error_code ignored;
-  if (channel == sniffed::kind::tls) {
-    // Fatal alert access_denied(49) in a TLS 1.2-framed record: every TLS version reads it.
-    static constexpr std::array<unsigned char, 7> alert{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31};
-    co_await asio::async_write(client, asio::buffer(alert), nothrow);
-    client.shutdown(tcp::socket::shutdown_send, ignored);
-  } else if (channel == sniffed::kind::http) {
-    const std::string body = "{\"reason\":" + core::json_quote(policy::to_string(rec.reason)) +
-                             ",\"rule\":" + core::json_quote(rec.rule) + ",\"name\":" + core::json_quote(rec.name) +
-                             ",\"session\":" + core::json_quote(rec.session) + "}\n";
-    std::string response = "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                           "X-Airlock-Reason: " + std::string(policy::to_string(rec.reason)) +
-                           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-    co_await asio::async_write(client, asio::buffer(response), nothrow);
-    client.shutdown(tcp::socket::shutdown_send, ignored);
-  } else {
-    // Opaque TCP has no words for "denied": a reset is the honest answer.
-    client.set_option(asio::socket_base::linger(true, 0), ignored);
-  }
-  client.close(ignored);
-}
-
-// Connects to the first address that answers, within one overall deadline.
-asio::awaitable<bool> connect_any(tcp::socket& upstream, const std::vector<asio::ip::address>& addresses,
-                                  std::uint16_t port, std::chrono::steady_clock::duration limit) {
-  std::vector<tcp::endpoint> endpoints;
-  for (const auto& a : addresses) endpoints.emplace_back(a, port);
-  auto attempt = [&]() -> asio::awaitable<bool> {
-    auto [ec, ep] = co_await asio::async_connect(upstream, endpoints, nothrow);
-    co_return !ec;
-  };
-  auto ok = co_await core::with_deadline(attempt(), limit);
-  co_return ok && *ok;
-}
+using steps::connect_any;
+using steps::emit_once;
+using steps::refuse;
+using steps::text;
 
 }  // namespace
 
@@ -168,21 +117,8 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   // 5. Where to connect: airlock's own resolution of the name, never the client's choice.
   std::vector<asio::ip::address> targets;
   if (name) {
-    auto resolved = co_await dns::lookup_addresses(ctx.resolver, ctx.cache, *name);
-    if (!resolved.has_value() || resolved->empty()) {
-      rec.reason = reason::resolve_failed;
-      if (!resolved.has_value()) rec.notes.push_back("upstream_" + std::string(dns::to_string(resolved.error())));
-      co_await refuse(client, first.type, rec);
-      co_return;
-    }
-    for (const auto& a : *resolved)
-      if (!policy::is_special(policy::classify(a)) || session->policy->cidr_allowance(a, port)) targets.push_back(a);
+    targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
     if (targets.empty()) {
-      // Never softened by audit mode: watching a workload must not open the metadata
-      // service or the internal network to it.
-      rec.verdict = verdict::deny;
-      rec.reason = reason::private_address;
-      rec.rule = "default";  // the special-address floor decided, not the allow rule
       co_await refuse(client, first.type, rec);
       co_return;
     }

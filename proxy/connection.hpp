@@ -33,4 +33,8 @@ struct proxy_context {
 
 boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);
 
+// The explicit listener (HTTP_PROXY/HTTPS_PROXY): CONNECT host:port and absolute-form
+// http:// requests, judged like transparent ones; a denial is a 403 with a JSON body.
+boost::asio::awaitable<void> handle_explicit_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);
+
 }  // namespace airlock::proxy

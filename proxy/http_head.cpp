@@ -1,5 +1,7 @@
 #include "proxy/http_head.hpp"
 
+#include <algorithm>
+
 #include <string_view>
 
 namespace airlock::proxy::http_head {
@@ -257,6 +259,39 @@ result parse(std::span<const std::byte> bytes, std::size_t max_size) noexcept {
   out.method.assign(h.method);
   out.target.assign(h.target);
   out.head_size = h.size;
+  return out;
+}
+
+std::string forward_head(std::span<const std::byte> bytes) {
+  const std::string_view head{reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+  constexpr std::string_view hop_by_hop[] = {"connection", "keep-alive", "proxy-connection", "proxy-authorization",
+                                             "te",         "trailer",    "upgrade"};
+  auto is_hop_by_hop = [&](std::string_view line) {
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) return false;
+    const auto name = line.substr(0, colon);
+    for (auto h : hop_by_hop)
+      if (name.size() == h.size() &&
+          std::equal(name.begin(), name.end(), h.begin(), [](char a, char b) { return (a | 0x20) == b; }))
+        return true;
+    return false;
+  };
+  std::string out;
+  out.reserve(head.size() + 20);
+  std::size_t pos = 0;
+  bool first = true;
+  // parse() accepted this head: lines end in CRLF and the last line is empty.
+  while (pos < head.size()) {
+    auto end = head.find("\r\n", pos);
+    if (end == std::string_view::npos) end = head.size();
+    const auto line = head.substr(pos, end - pos);
+    pos = end + 2;
+    if (line.empty()) break;
+    if (!first && is_hop_by_hop(line)) continue;
+    first = false;
+    out.append(line).append("\r\n");
+  }
+  out += "Connection: close\r\n\r\n";
   return out;
 }
 

@@ -44,4 +44,11 @@ using result = std::variant<need_more, not_http, failed, request>;
 // `max_size` bytes have arrived without its end. Bytes after the head (a body) are not looked at.
 result parse(std::span<const std::byte> bytes, std::size_t max_size = default_max_size) noexcept;
 
+// A parsed head (`head_size` bytes that parse() accepted) as an explicit proxy forwards it:
+// hop-by-hop and proxy headers dropped (Connection, Keep-Alive, Proxy-Connection,
+// Proxy-Authorization, TE, Trailer, Upgrade) and `Connection: close` added, so one
+// upstream connection carries one request and the next request, maybe for another host,
+// comes on a new connection that is judged again.
+std::string forward_head(std::span<const std::byte> head);
+
 }  // namespace airlock::proxy::http_head

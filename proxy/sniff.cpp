@@ -48,6 +48,9 @@ std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool 
     s.type = sniffed::kind::http;
     s.name = req->host;
     s.port = req->port;
+    s.method = req->method;
+    s.absolute_form = req->absolute_form;
+    s.head_size = req->head_size;
     s.bytes = std::move(bytes);
     return s;
   }

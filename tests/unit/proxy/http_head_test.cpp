@@ -275,4 +275,14 @@ TEST_SUITE("http_head") {
       CHECK(std::holds_alternative<hh::need_more>(parse(s)));
     }
   }
+
+  TEST_CASE("an explicit proxy forwards one request: hop-by-hop headers out, Connection: close in") {
+    const std::string head =
+        "GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\nProxy-Connection: keep-alive\r\n"
+        "Proxy-Authorization: Basic c2VjcmV0\r\nconnection: Keep-Alive\r\nKeep-Alive: timeout=5\r\n"
+        "Accept: */*\r\nUpgrade: h2c\r\nTE: trailers\r\n\r\n";
+    REQUIRE(std::holds_alternative<hh::request>(parse(head)));
+    CHECK(hh::forward_head(as_bytes(head)) ==
+          "GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\nAccept: */*\r\nConnection: close\r\n\r\n");
+  }
 }

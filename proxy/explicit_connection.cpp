@@ -1,0 +1,132 @@
+// One connection to the explicit listener (HTTP_PROXY / HTTPS_PROXY users), top to
+// bottom: session by source address, the proxy request (CONNECT host:port, or an
+// absolute-form http:// request), the same decision as the transparent path, airlock's own
+// resolution, then a tunnel or one forwarded request.
+#include "proxy/connection.hpp"
+
+#include "core/deadline.hpp"
+#include "proxy/http_head.hpp"
+#include "proxy/relay.hpp"
+#include "proxy/sniff.hpp"
+#include "proxy/steps.hpp"
+
+#include <boost/asio/write.hpp>
+
+namespace airlock::proxy {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using core::nothrow;
+using policy::reason;
+using policy::verdict;
+
+asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_context& ctx) {
+  core::decision_record rec;
+  rec.event = core::event_kind::connect;
+  rec.conn = ++ctx.next_conn;
+  steps::emit_once guard{ctx.log, rec};
+  const auto snap = ctx.policies.current();
+  rec.policy_version = snap->version();
+  // Every answer on this listener is HTTP, whatever the client sent.
+  constexpr auto channel = sniffed::kind::http;
+
+  boost::system::error_code ec;
+  const auto peer = client.remote_endpoint(ec);
+  if (ec) co_return;
+  rec.client = steps::text(peer);
+
+  // 1. Whose traffic this is: by where it comes from, never by what it says (a
+  //    Proxy-Authorization header is not identity here).
+  const auto registered = ctx.policies.registered();
+  const auto session = snap->session_for(peer.address(), registered.get());
+  if (!session) {
+    rec.reason = reason::no_session;
+    co_await steps::refuse(client, channel, rec);
+    co_return;
+  }
+  rec.session = std::string(session->id);
+  rec.policy = session->policy->name();
+
+  // 2. The proxy request: CONNECT host:port, or an absolute-form http:// request.
+  auto first = co_await sniff(client, ctx.settings.peek_limit);
+  const bool tunnel = first.type == sniffed::kind::http && first.method == "CONNECT";
+  rec.proto = tunnel ? "connect" : "http";
+  rec.name = first.name;
+  if (first.failure || first.type != sniffed::kind::http || (!tunnel && !first.absolute_form) ||
+      (tunnel && !first.port)) {
+    rec.reason = first.failure.value_or(reason::parse_error);
+    if (!first.failure) rec.notes.push_back("not_a_proxy_request");
+    co_await steps::refuse(client, channel, rec);
+    co_return;
+  }
+  const std::uint16_t port = first.port.value_or(80);
+  rec.dst = first.name + ":" + std::to_string(port);
+
+  // 3. Decide: a name by the policy, an address only by a cidr rule.
+  boost::system::error_code not_address;
+  const auto literal = asio::ip::make_address(first.name, not_address);
+  std::optional<policy::domain_name> name;
+  policy::decision d;
+  if (!not_address) {
+    d = session->policy->decide(literal, port);
+  } else if (auto parsed = policy::domain_name::parse(first.name); parsed.has_value()) {
+    name = std::move(*parsed);
+    rec.name = name->str();
+    d = session->policy->decide(*name, port);
+  } else {
+    d = {verdict::deny, reason::invalid_name, "default"};
+  }
+  rec.verdict = d.verdict;
+  rec.reason = d.reason;
+  rec.rule = std::string(d.rule);
+  if (d.verdict == verdict::deny) {
+    co_await steps::refuse(client, channel, rec);
+    co_return;
+  }
+
+  // 4. Connect to airlock's own resolution of the name.
+  std::vector<asio::ip::address> targets{literal};
+  if (name) {
+    targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
+    if (targets.empty()) {
+      co_await steps::refuse(client, channel, rec);
+      co_return;
+    }
+  }
+  tcp::socket upstream(client.get_executor());
+  if (!co_await steps::connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
+    rec.reason = reason::upstream_unreachable;
+    co_await steps::refuse(client, channel, rec);
+    co_return;
+  }
+  rec.upstream = steps::text(upstream.remote_endpoint(ec));
+
+  // 5. A tunnel answers 200 and relays whatever follows (bytes the client sent after the
+  //    CONNECT head go first); a plain request is forwarded once, with Connection: close,
+  //    so a next request for another host comes on a new, separately judged connection.
+  const std::span<const std::byte> head(first.bytes.data(), first.head_size);
+  const std::span<const std::byte> rest(first.bytes.data() + first.head_size, first.bytes.size() - first.head_size);
+  std::uint64_t up = 0;
+  if (tunnel) {
+    static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
+    auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow);
+    if (wec) co_return;
+  } else {
+    const auto forwarded = http_head::forward_head(head);
+    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(forwarded), nothrow);
+    up += wn;
+    if (wec) co_return;
+  }
+  if (!rest.empty()) {
+    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(rest.data(), rest.size()), nothrow);
+    up += wn;
+    if (wec) co_return;
+  }
+  first.bytes = {};  // nothing held once data moves
+  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit);
+  rec.bytes_up = up + totals.up;
+  rec.bytes_down = totals.down;
+  if (totals.idle_timeout) rec.notes.push_back("idle_timeout");
+}
+
+}  // namespace airlock::proxy

@@ -1,0 +1,52 @@
+#pragma once
+// The steps a proxied connection shares, transparent or explicit: its one log line, the
+// refusal in the channel's language, airlock's own resolution of an allowed name, and
+// the connect to it. Each handler reads top to bottom and calls these.
+#include "core/decision.hpp"
+#include "policy/domain_name.hpp"
+#include "policy/snapshot.hpp"
+#include "proxy/connection.hpp"
+#include "proxy/sniff.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::proxy::steps {
+
+std::string text(const boost::asio::ip::tcp::endpoint& ep);
+
+// Emits the record once, on every way out of the coroutine (deny, allow, error or
+// cancellation at shutdown), with the duration filled in at that moment.
+struct emit_once {
+  core::decision_sink& sink;
+  core::decision_record& record;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  ~emit_once();
+};
+
+// A denial in the language of the channel, so the client learns it was refused rather
+// than seeing a hang: a TLS alert, an HTTP 403 (502 when the upstream failed) with a JSON
+// body naming the reason, or a reset for opaque TCP.
+boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffed::kind channel,
+                                    const core::decision_record& rec);
+
+// Airlock's own resolution of an allowed name, minus special addresses that no cidr rule
+// of this policy allows. Empty when there is nothing to connect to; then `rec` says why
+// (resolve_failed, or private_address, which audit mode never softens).
+boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(proxy_context& ctx,
+                                                                             const policy::compiled_policy& p,
+                                                                             const policy::domain_name& name,
+                                                                             std::uint16_t port,
+                                                                             core::decision_record& rec);
+
+// Connects to the first address that answers, within one overall deadline.
+boost::asio::awaitable<bool> connect_any(boost::asio::ip::tcp::socket& upstream,
+                                         const std::vector<boost::asio::ip::address>& addresses, std::uint16_t port,
+                                         std::chrono::steady_clock::duration limit);
+
+}  // namespace airlock::proxy::steps

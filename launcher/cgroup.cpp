@@ -1,0 +1,293 @@
+#include "launcher/cgroup.hpp"
+
+#include "launcher/unique_fd.hpp"
+#include "launcher/units.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace airlock::launcher {
+namespace fs = std::filesystem;
+namespace {
+
+template <typename T>
+boost::system::result<T, std::string> fail(std::string message) {
+  return boost::system::result<T, std::string>(boost::system::in_place_error, std::move(message));
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+boost::system::result<void, std::string> write_text(const fs::path& p, const std::string& value) {
+  unique_fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd || ::write(fd.get(), value.data(), value.size()) < 0)
+    return fail<void>("write '" + value + "' to " + p.string() + ": " + errno_text());
+  return {};
+}
+
+bool has_word(const std::string& text, std::string_view word) {
+  std::istringstream in(text);
+  std::string w;
+  while (in >> w)
+    if (w == word) return true;
+  return false;
+}
+
+// The host's cgroup mounts and this process's place in each.
+struct layout {
+  fs::path v2_mount;
+  std::string v2_controllers;  // cgroup.controllers of the v2 root
+  struct v1 {
+    fs::path mount;
+    fs::path own;  // this process's cgroup in it, as a directory
+  };
+  std::optional<v1> memory, pids, cpu;
+};
+
+// `ip netns exec` remounts /sys for its namespace, which hides /sys/fs/cgroup. The
+// hierarchies are still there, in pid 1's mount namespace: when ours shows none, they
+// are read from pid 1's mount table and reached through /proc/1/root.
+layout read_layout_from(const fs::path& mountinfo, const fs::path& prefix);
+
+layout read_layout() {
+  auto l = read_layout_from("/proc/self/mountinfo", "");
+  if (l.v2_mount.empty() && !l.memory && !l.pids && !l.cpu) l = read_layout_from("/proc/1/mountinfo", "/proc/1/root");
+  return l;
+}
+
+layout read_layout_from(const fs::path& mountinfo, const fs::path& prefix) {
+  layout l;
+  // /proc/self/cgroup: "0::/path" (v2) and "N:memory:/path" or "N:cpu,cpuacct:/path" (v1).
+  std::map<std::string, std::string> own;  // controller -> path
+  {
+    std::istringstream in(read_text("/proc/self/cgroup"));
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto a = line.find(':'), b = line.find(':', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      std::istringstream names(line.substr(a + 1, b - a - 1));
+      std::string n;
+      while (std::getline(names, n, ',')) own[n] = line.substr(b + 1);
+    }
+  }
+  // /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPEROPTS".
+  std::istringstream in(read_text(mountinfo));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point;
+    f >> id >> parent >> dev >> root >> point;
+    if (!prefix.empty()) point = prefix.string() + point;
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string type, source, super;
+    tail >> type >> source >> super;
+    if (type == "cgroup2" && l.v2_mount.empty()) {
+      l.v2_mount = point;
+      l.v2_controllers = read_text(fs::path(point) / "cgroup.controllers");
+    } else if (type == "cgroup") {
+      std::istringstream opts(super);
+      std::string o;
+      while (std::getline(opts, o, ',')) {
+        std::optional<layout::v1>* slot = o == "memory" ? &l.memory : o == "pids" ? &l.pids : o == "cpu" ? &l.cpu : nullptr;
+        if (slot == nullptr || *slot || !own.contains(o)) continue;
+        std::string path = own[o];
+        if (root != "/" && path.starts_with(root)) path = path.substr(root.size());
+        *slot = layout::v1{point, fs::path(point) / fs::path(path).relative_path()};
+      }
+    }
+  }
+  return l;
+}
+
+bool writable_dir(const fs::path& p) { return ::access(p.c_str(), W_OK) == 0; }
+
+}  // namespace
+
+std::vector<fs::path> cgroup_plan::dirs() const {
+  std::vector<fs::path> out;
+  for (const auto* p : {&v2, &memory, &pids, &cpu})
+    if (!p->empty() && std::find(out.begin(), out.end(), *p) == out.end()) out.push_back(*p);
+  return out;
+}
+
+boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits) {
+  const auto l = read_layout();
+  cgroup_plan plan;
+  if (!l.v2_mount.empty() && writable_dir(l.v2_mount)) plan.v2 = l.v2_mount / "airlock" / id;
+
+  auto place = [&](bool wanted, std::string_view controller, const std::optional<layout::v1>& v1,
+                   fs::path& out) -> boost::system::result<void, std::string> {
+    if (!wanted) return {};
+    if (!plan.v2.empty() && has_word(l.v2_controllers, controller)) {
+      out = plan.v2;
+      return {};
+    }
+    if (v1 && writable_dir(v1->own)) {
+      out = v1->own / ("airlock-" + id);
+      return {};
+    }
+    std::string why = l.v2_mount.empty()    ? "no cgroup v2 hierarchy is mounted"
+                      : plan.v2.empty()     ? "cgroup v2 at " + l.v2_mount.string() + " is not writable"
+                                            : "cgroup v2 at " + l.v2_mount.string() + " has no " + std::string(controller) +
+                                              " controller";
+    if (!v1) why += ", and no cgroup v1 hierarchy has it either";
+    return fail<void>("cannot install the " + std::string(controller) + " limit: " + why +
+                      "; run as root on a host with cgroup v2 (or v1 " + std::string(controller) +
+                      ") mounted read-write, or drop --memory/--pids/--cpus");
+  };
+  if (auto r = place(limits.memory_bytes.has_value(), "memory", l.memory, plan.memory); !r) return fail<cgroup_plan>(r.error());
+  if (auto r = place(limits.pids.has_value(), "pids", l.pids, plan.pids); !r) return fail<cgroup_plan>(r.error());
+  if (auto r = place(limits.cpus.has_value(), "cpu", l.cpu, plan.cpu); !r) return fail<cgroup_plan>(r.error());
+  return plan;
+}
+
+boost::system::result<sandbox_cgroup, std::string> sandbox_cgroup::create(const cgroup_plan& plan,
+                                                                          const cgroup_limits& limits) {
+  sandbox_cgroup cg;
+  cg.plan_ = plan;
+  cg.limits_ = limits;
+  if (!plan.v2.empty()) {
+    // The parent /sys/fs/cgroup/airlock is shared by all sandboxes and stays; controllers
+    // must be enabled on the root and on it before a child can use them.
+    const auto parent = plan.v2.parent_path();
+    if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST)
+      return fail<sandbox_cgroup>("cannot create cgroup " + parent.string() + ": " + errno_text() +
+                                  "; run as root with cgroup v2 mounted read-write, or drop --memory/--pids/--cpus");
+    std::string enable;
+    for (auto [dir, name] : {std::pair{&plan.memory, "memory"}, {&plan.pids, "pids"}, {&plan.cpu, "cpu"}})
+      if (*dir == plan.v2) enable += std::string(enable.empty() ? "+" : " +") + name;
+    if (!enable.empty()) {
+      for (const auto& at : {parent.parent_path(), parent})
+        if (auto r = write_text(at / "cgroup.subtree_control", enable); !r)
+          return fail<sandbox_cgroup>("cannot enable the " + enable + " controllers: " + r.error());
+    }
+  }
+  for (const auto& dir : plan.dirs()) {
+    if (::mkdir(dir.c_str(), 0755) != 0)
+      return fail<sandbox_cgroup>("cannot create cgroup " + dir.string() + ": " + errno_text() +
+                                  "; run as root with cgroups mounted read-write, or drop --memory/--pids/--cpus");
+    cg.created_.push_back(dir);
+  }
+  auto set = [](const fs::path& file, const std::string& value) { return write_text(file, value); };
+  if (limits.memory_bytes) {
+    const auto bytes = std::to_string(*limits.memory_bytes);
+    if (plan.memory == plan.v2) {
+      if (auto r = set(plan.memory / "memory.max", bytes); !r) return fail<sandbox_cgroup>("memory limit: " + r.error());
+      if (fs::exists(plan.memory / "memory.swap.max"))
+        if (auto r = set(plan.memory / "memory.swap.max", "0"); !r) return fail<sandbox_cgroup>("memory limit: " + r.error());
+    } else {
+      if (auto r = set(plan.memory / "memory.limit_in_bytes", bytes); !r)
+        return fail<sandbox_cgroup>("memory limit: " + r.error());
+      if (fs::exists(plan.memory / "memory.memsw.limit_in_bytes"))
+        if (auto r = set(plan.memory / "memory.memsw.limit_in_bytes", bytes); !r)
+          return fail<sandbox_cgroup>("memory limit: " + r.error());
+    }
+  }
+  if (limits.pids)
+    if (auto r = set(plan.pids / "pids.max", std::to_string(*limits.pids)); !r)
+      return fail<sandbox_cgroup>("pids limit: " + r.error());
+  if (limits.cpus) {
+    constexpr long period = 100000;
+    const auto quota = std::max(1000L, std::lround(*limits.cpus * period));
+    if (plan.cpu == plan.v2) {
+      if (auto r = set(plan.cpu / "cpu.max", std::to_string(quota) + " " + std::to_string(period)); !r)
+        return fail<sandbox_cgroup>("cpu limit: " + r.error());
+    } else {
+      if (auto r = set(plan.cpu / "cpu.cfs_period_us", std::to_string(period)); !r)
+        return fail<sandbox_cgroup>("cpu limit: " + r.error());
+      if (auto r = set(plan.cpu / "cpu.cfs_quota_us", std::to_string(quota)); !r)
+        return fail<sandbox_cgroup>("cpu limit: " + r.error());
+    }
+  }
+  return cg;
+}
+
+sandbox_cgroup::~sandbox_cgroup() {
+  if (!created_.empty()) (void)remove();
+}
+
+std::vector<std::string> sandbox_cgroup::procs_files() const {
+  std::vector<std::string> out;
+  for (const auto& d : created_) out.push_back((d / "cgroup.procs").string());
+  return out;
+}
+
+void sandbox_cgroup::kill() const {
+  for (const auto& d : created_) {
+    if (fs::exists(d / "cgroup.kill")) {
+      (void)write_text(d / "cgroup.kill", "1");
+      continue;
+    }
+    std::istringstream in(read_text(d / "cgroup.procs"));
+    pid_t pid = 0;
+    while (in >> pid)
+      if (pid > 0) ::kill(pid, SIGKILL);
+  }
+}
+
+boost::system::result<void, std::string> sandbox_cgroup::remove() {
+  std::string errors;
+  // Children first: created_ holds v2 and v1 directories, none inside another.
+  for (const auto& d : created_)
+    if (auto r = remove_cgroup_dir(d); !r) errors += (errors.empty() ? "" : "; ") + r.error();
+  created_.clear();
+  if (!errors.empty()) return errors;
+  return {};
+}
+
+std::optional<std::string> sandbox_cgroup::limit_hit() const {
+  auto counter = [&](const fs::path& file, std::string_view key) -> std::uint64_t {
+    std::istringstream in(read_text(file));
+    std::string k;
+    std::uint64_t v = 0;
+    while (in >> k >> v)
+      if (k == key) return v;
+    return 0;
+  };
+  if (limits_.memory_bytes) {
+    const auto file = plan_.memory == plan_.v2 ? plan_.memory / "memory.events" : plan_.memory / "memory.oom_control";
+    if (counter(file, "oom_kill") > 0) return "memory limit (" + format_size(*limits_.memory_bytes) + ")";
+  }
+  if (limits_.pids && counter(plan_.pids / "pids.events", "max") > 0)
+    return "pids limit (" + std::to_string(*limits_.pids) + ")";
+  return std::nullopt;
+}
+
+boost::system::result<bool, std::string> remove_cgroup_dir(const fs::path& dir) {
+  if (!fs::exists(dir)) return false;
+  // Bounded: 400 x 5 ms. A process in the middle of exiting keeps the directory busy
+  // for a moment after it was killed.
+  for (int attempt = 0; attempt < 400; ++attempt) {
+    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return true;
+    if (errno != EBUSY) return fail<bool>("remove cgroup " + dir.string() + ": " + errno_text());
+    if (attempt % 20 == 0) {
+      if (fs::exists(dir / "cgroup.kill")) {
+        (void)write_text(dir / "cgroup.kill", "1");
+      } else {
+        std::istringstream in(read_text(dir / "cgroup.procs"));
+        pid_t pid = 0;
+        while (in >> pid)
+          if (pid > 0) ::kill(pid, SIGKILL);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return fail<bool>("remove cgroup " + dir.string() + ": still busy after 2 s");
+}
+
+}  // namespace airlock::launcher

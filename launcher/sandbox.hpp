@@ -1,0 +1,68 @@
+#pragma once
+// `airlock run -- CMD`, top to bottom: reserve an address, make the cgroups, the network
+// namespace and its veth, reach a daemon, install the gateway's nft table, register the
+// session, start CMD under bubblewrap, wait, and take every piece down again, in reverse,
+// whatever happened. Any step that fails stops the run before CMD starts and names itself.
+#include "core/session_api.hpp"
+#include "launcher/address_pool.hpp"
+#include "launcher/cgroup.hpp"
+#include "launcher/state.hpp"
+
+#include <boost/asio/ip/address_v4.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace airlock::launcher {
+
+// airlock's own exit statuses (otherwise CMD's, 128+N when a signal N ended it).
+inline constexpr int exit_timed_out = 124;       // --timeout expired (as timeout(1))
+inline constexpr int exit_setup_failed = 125;    // the sandbox could not be set up (as env(1), docker)
+inline constexpr int exit_not_executable = 126;  // CMD exists but cannot be executed
+inline constexpr int exit_not_found = 127;       // CMD was not found
+
+enum class cwd_mode { read_write, read_only, copy, none };
+
+struct run_options {
+  std::vector<std::string> command;  // CMD ARG...
+  // The session.
+  std::string policy;
+  std::string session_id;
+  std::vector<std::string> allow;
+  std::vector<std::pair<std::string, std::string>> labels;
+  // The filesystem.
+  std::vector<std::filesystem::path> ro, rw;
+  cwd_mode cwd = cwd_mode::read_write;
+  // Resources.
+  cgroup_limits limits;
+  std::optional<std::chrono::milliseconds> timeout;
+  // The environment.
+  std::vector<std::string> env;
+  std::optional<std::filesystem::path> ca_certificate;  // offered to CMD when inspection is on
+  // Plumbing.
+  std::string pool{default_pool};
+  std::filesystem::path state_dir{default_state_dir};
+  std::filesystem::path bwrap{"/usr/bin/bwrap"};
+};
+
+// A daemon for the sandbox, and how to name it in airlock's lines ("the daemon at
+// /run/airlock/control.sock", "an embedded daemon").
+struct daemon_link {
+  std::unique_ptr<core::session_api> api;
+  std::string description;
+  std::string control_socket;  // empty for an embedded daemon; recorded so `airlock gc` can end the session
+};
+// Called once the gateway address exists (an embedded daemon listens there).
+using daemon_opener =
+    std::function<boost::system::result<daemon_link, std::string>(const boost::asio::ip::address_v4& gateway)>;
+
+// Runs CMD in a fresh sandbox; returns airlock's exit status.
+int run_sandbox(const run_options& options, const daemon_opener& open_daemon);
+
+}  // namespace airlock::launcher

@@ -1,0 +1,59 @@
+#pragma once
+// A session's lines as a story: each connection under the DNS query that gave it its
+// destination address, each inspected HTTP request under its connection, the session's
+// open and close, and the totals. Rendered as text for people and as JSON for tools.
+#include "evidence/log_reader.hpp"
+
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::evidence {
+
+struct step {
+  event ev;
+  // The name shown: the line's own (SNI, Host, qname), or for a connection that carried
+  // none, the name of the DNS query whose answer was its destination.
+  std::string name;
+  bool name_from_dns = false;
+  std::vector<step> children;  // dns: the connections to its answers; connect: its HTTP requests
+};
+
+struct totals {
+  std::uint64_t dns_queries = 0;
+  std::uint64_t connections_allowed = 0;
+  std::uint64_t connections_denied = 0;  // audit-deny included, as in the session close line
+  std::uint64_t bytes_up = 0;
+  std::uint64_t bytes_down = 0;
+  std::optional<std::uint64_t> duration_ms;
+  bool operator==(const totals&) const = default;
+};
+
+struct story {
+  std::string session;
+  std::string log;  // the file it was read from
+  std::string policy;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<step> steps;  // in log order; connections may sit under a DNS step instead
+  totals counted;           // computed from the lines
+  std::optional<totals> closed;  // from the session close line(s), when the log has them
+  std::vector<const step*> denials() const;  // every deny and audit-deny, in order
+  std::size_t unparseable = 0;
+  std::uint64_t dropped = 0;
+  std::size_t lines = 0;  // the session's lines
+};
+
+story build_story(session_log log);
+
+struct text_options {
+  bool colour = false;  // ANSI colours (only for a terminal)
+};
+std::string render_text(const story& s, text_options o = {});
+// The same tree: {"session", "log", "policy", "labels", "steps": [{"line": <the log line
+// as written>, "name", "name_from_dns", "lineage", "children": [...]}], "totals", ...}.
+boost::json::value to_json(const story& s);
+
+}  // namespace airlock::evidence

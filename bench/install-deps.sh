@@ -20,7 +20,7 @@ packages=(
   # load generators and probes
   wrk dnsperf curl bind9-dnsutils openssl
   # namespaces, interception, accounting
-  iproute2 nftables time util-linux procps python3
+  iproute2 nftables conntrack time util-linux procps python3
   # the C++ load generator (bench/loadgen) and the decide() microbenchmark
   libboost1.81-dev libssl-dev libbenchmark-dev
 )

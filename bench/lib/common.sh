@@ -38,13 +38,30 @@ die()  { printf 'bench/run: %s\n' "$*" >&2; exit 1; }
 inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
 # start_bg NAME NS CMD... : a long-running process in a namespace, in the foreground mode
-# of its program, its PID kept in $WORK/pids/NAME (ip netns exec execs, so $! is the
-# program itself). Output goes to $WORK/logs/NAME.out.
+# of its program, its PID kept in $WORK/pids/NAME (setsid and ip netns exec both exec, so
+# $! is the program itself). In a session of its own: a Ctrl-C in the terminal reaches
+# this script, whose trap stops every recorded PID, and not the servers half-way through
+# a measurement. Output goes to $WORK/logs/NAME.out.
 start_bg() {
   local name=$1 ns=$2; shift 2
-  ip netns exec "$ns" "$@" >>"$WORK/logs/$name.out" 2>&1 </dev/null &
+  setsid ip netns exec "$ns" "$@" >>"$WORK/logs/$name.out" 2>&1 </dev/null &
   echo $! >"$WORK/pids/$name"
 }
+
+# bounded SECONDS CMD... : CMD under timeout, in the background, waited for. Bash runs a
+# trap only after a foreground child ends, and not at all when that child handled the
+# Ctrl-C itself (wrk does); a `wait` is interrupted at once. The trap stops $FG_PID.
+bounded() {
+  local limit=$1 rc
+  shift
+  timeout "$limit" "$@" &
+  FG_PID=$!
+  wait "$FG_PID"
+  rc=$?
+  FG_PID=
+  return $rc
+}
+FG_PID=
 
 pid_of() { cat "$WORK/pids/$1" 2>/dev/null; }
 is_running() { local p; p=$(pid_of "$1"); [[ -n $p ]] && kill -0 "$p" 2>/dev/null; }
@@ -81,9 +98,33 @@ wait_listen() {
   return 1
 }
 
-# ---- CPU and memory of process trees, via /proc -------------------------------------
-cpu_s()  { python3 "$HERE/lib/procstat.py" cpu "$@"; }   # user+sys seconds
-rss_kb() { python3 "$HERE/lib/procstat.py" rss "$@"; }   # summed RSS, KiB
+# ---- CPU and memory of process trees, via /proc ---------------------------------------
+# In bash and awk, not Python: these run several times per measurement, and an interpreter's
+# start-up on a loaded machine is both overhead and "foreign" CPU.
+# tree_pids PID... : the PIDs and all their descendants
+tree_pids() {
+  local todo=("$@") p out=()
+  while ((${#todo[@]})); do
+    p=${todo[0]} todo=("${todo[@]:1}")
+    [[ -n $p && -d /proc/$p ]] || continue
+    out+=("$p")
+    # shellcheck disable=SC2207
+    todo+=($(cat /proc/"$p"/task/*/children 2>/dev/null))
+  done
+  echo "${out[*]}"
+}
+# cpu_s PID... : user+sys CPU seconds of the trees, reaped children included (fields 14-17)
+cpu_s() {
+  local p
+  for p in $(tree_pids "$@"); do cat "/proc/$p/stat" 2>/dev/null; done |
+    awk -v hz="$CLK_TCK" '{ sub(/^.*\) /, ""); s += $12 + $13 + $14 + $15 } END { printf "%.3f\n", s / hz }'
+}
+# rss_kb PID... : summed resident set of the trees, KiB
+rss_kb() {
+  local p
+  for p in $(tree_pids "$@"); do cat "/proc/$p/status" 2>/dev/null; done | awk '/^VmRSS:/ { s += $2 } END { print s + 0 }'
+}
+CLK_TCK=$(getconf CLK_TCK)
 # sys_cpu : "busy_s total_s irq+softirq_s" over all CPUs, from /proc/stat
 sys_cpu() { awk '/^cpu /{b=$2+$3+$4+$7+$8+$9; t=b+$5+$6; printf "%.2f %.2f %.2f\n", b/100, t/100, ($7+$8)/100}' /proc/stat; }
 

@@ -31,7 +31,7 @@ check_filter() {
 # run_wrk URL SECONDS CONNECTIONS -> W_N W_RPS W_ERR W_CPU
 run_wrk() {
   local out=$WORK/tmp/wrk.out tm=$WORK/tmp/wrk.time
-  timeout $(($2 + 30)) ip netns exec "$NS_C" /usr/bin/time -f '%U %S' -o "$tm" \
+  bounded $(($2 + 30)) ip netns exec "$NS_C" /usr/bin/time -f '%U %S' -o "$tm" \
     wrk -t"$WRK_T" -c"$3" -d"${2}s" --timeout 5s -H 'Connection: close' "$1" >"$out" 2>&1
   W_N=$(awk '/requests in/{print $1}' "$out")
   W_RPS=$(awk '/^Requests\/sec/{print $2}' "$out")
@@ -72,15 +72,16 @@ scenario_bulk() {
   cat "$WORK/www/big.bin" >/dev/null  # back into the page cache (this VM pages out idle files)
   for t in $targets; do  # warm-up: the first transfer through a fresh path is slow
     route_target "$t"
-    timeout 60 ip netns exec "$NS_C" curl -s -m 50 --cacert "$WORK/pki/ca.pem" -o /dev/null -r 0-33554431 \
+    bounded 60 ip netns exec "$NS_C" curl -s -m 50 --cacert "$WORK/pki/ca.pem" -o /dev/null -r 0-33554431 \
       "https://$HOST_OK/big.bin"
   done
   for ((r = 1; r <= BULK_ROUNDS; r++)); do
     for t in $(rotate "$r" $targets); do
       route_target "$t"
       acct_start "$(target_pids "$t")" "$(pid_of origin)"
-      out=$(timeout 120 ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' curl -s -m 100 --cacert "$WORK/pki/ca.pem" \
-        -o /dev/null -w '%{http_code} %{size_download} %{speed_download}\n' "https://$HOST_OK/big.bin" 2>&1)
+      bounded 120 ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' curl -s -m 100 --cacert "$WORK/pki/ca.pem" \
+        -o /dev/null -w '%{http_code} %{size_download} %{speed_download}\n' "https://$HOST_OK/big.bin" >"$WORK/tmp/bulk.out" 2>&1
+      out=$(<"$WORK/tmp/bulk.out")
       v=$(awk '$1 == "200" {printf "%.1f", $3 / 1048576}' <<<"$out")
       acct_end bulk "$t" "$r" "$(fdiv "$BULK_MB" 1024)" "$(awk '/^CPU/{print $2 + $3}' <<<"$out")" GiB
       emit bulk "$t" MiBps "$r" "${v:-0}" MiB/s
@@ -98,7 +99,7 @@ scenario_latency() {
     for ((r = 1; r <= LAT_ROUNDS; r++)); do
       for t in $(rotate "$r" $(targets_for "$col")); do
         route_target "$t"
-        timeout 120 ip netns exec "$NS_C" curl -s --no-sessionid -H 'Connection: close' --cacert "$WORK/pki/ca.pem" \
+        bounded 120 ip netns exec "$NS_C" curl -s --no-sessionid -H 'Connection: close' --cacert "$WORK/pki/ca.pem" \
           -o /dev/null -w '%{http_code} %{time_total}\n' "$scheme://$HOST_OK/small.html?[1-$LAT_N]" >"$WORK/tmp/lat.out"
         python3 "$HERE/lib/percentiles.py" "$WORK/tmp/lat.out" "latency-$scheme" "$t" "$r" >>"$RESULTS/raw.tsv"
       done
@@ -116,19 +117,20 @@ scenario_idle() {
     # fresh processes: the load of earlier scenarios must not have grown the heaps already
     if [[ $t == direct ]]; then stop_bg origin; start_origin; else restart_target "$t" || { warn "idle: $t did not restart"; continue; }; fi
     # a few connections first, so lazy one-time allocations are not counted per connection
-    inns "$NS_C" "$LOADGEN" idle --connect "$IP_S:443" --sni "$HOST_OK" --ca "$WORK/pki/ca.pem" -n 50 --hold 0 >/dev/null 2>&1
+    bounded 60 ip netns exec "$NS_C" "$LOADGEN" idle --connect "$IP_S:443" --sni "$HOST_OK" --ca "$WORK/pki/ca.pem" -n 50 --hold 0 >/dev/null 2>&1
     sleep 1
     m0=$(rss_kb $(target_pids "$t")) s0=$(rss_kb "$(pid_of origin)")
     rm -f "$WORK/tmp/idle.ready"
-    timeout 300 ip netns exec "$NS_C" "$LOADGEN" idle --connect "$IP_S:443" --sni "$HOST_OK" --ca "$WORK/pki/ca.pem" \
-      -n "$IDLE_N" -c 64 --hold 120 --ready-file "$WORK/tmp/idle.ready" >"$WORK/tmp/idle.out" 2>&1 &
-    hp=$!
+    : >"$WORK/logs/idle-load.out"
+    start_bg idle-load "$NS_C" timeout 300 "$LOADGEN" idle --connect "$IP_S:443" --sni "$HOST_OK" --ca "$WORK/pki/ca.pem" \
+      -n "$IDLE_N" -c 64 --hold 120 --ready-file "$WORK/tmp/idle.ready"
+    hp=$(pid_of idle-load)
     for _ in $(seq 1200); do [[ -e $WORK/tmp/idle.ready ]] && break; kill -0 $hp 2>/dev/null || break; sleep 0.1; done
     sleep 1
     n=$(cat "$WORK/tmp/idle.ready" 2>/dev/null || echo 0)
     m1=$(rss_kb $(target_pids "$t")) s1=$(rss_kb "$(pid_of origin)")
-    kill -TERM $hp 2>/dev/null
-    wait $hp 2>/dev/null
+    stop_bg idle-load
+    cp "$WORK/logs/idle-load.out" "$WORK/tmp/idle.out"
     if [[ ${n:-0} -gt 0 ]]; then
       [[ $t != direct ]] && emit idle "$t" proxy_kib_per_conn 1 "$(fdiv "$((m1 - m0))" "$n")" KiB
       [[ $t != direct ]] && emit idle "$t" proxy_rss_mib_before 1 "$(fdiv "$m0" 1024)" MiB
@@ -147,8 +149,9 @@ scenario_idle() {
 run_hello() {
   local out kv
   acct_start "$(target_pids "$2")" "$(pid_of origin)"
-  out=$(timeout $(($7 + 30)) ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' "$LOADGEN" hello --connect "$IP_S:443" \
-    --sni "$HOST_OK" --segments "$4" --gap-ms "$5" -c "$6" --duration "$7" 2>&1)
+  bounded $(($7 + 30)) ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' "$LOADGEN" hello --connect "$IP_S:443" \
+    --sni "$HOST_OK" --segments "$4" --gap-ms "$5" -c "$6" --duration "$7" >"$WORK/tmp/hello.out" 2>&1
+  out=$(<"$WORK/tmp/hello.out")
   kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$out" | head -1; }
   acct_end "$1" "$2" "$3" "$(kv answered)" "$(awk '/^CPU/{print $2 + $3}' <<<"$out")" hello
   emit "$1" "$2" answered_per_s "$3" "$(kv answered_per_s)" hello/s
@@ -161,17 +164,17 @@ run_hello() {
 scenario_hello() {
   local t r targets
   targets=$(targets_for 1)
-  for ((r = 1; r <= ROUNDS; r++)); do
+  for ((r = 1; r <= HELLO_ROUNDS; r++)); do
     for t in $(rotate "$r" $targets); do
       route_target "$t"
-      run_hello hello-whole "$t" "$r" 1 0 "$HELLO_C" "$DUR"
-      run_hello hello-segmented "$t" "$r" "$HELLO_SEGMENTS" "$HELLO_GAP_MS" "$HELLO_C" "$DUR"
+      run_hello hello-whole "$t" "$r" 1 0 "$HELLO_C" "$HELLO_DUR"
+      run_hello hello-segmented "$t" "$r" "$HELLO_SEGMENTS" "$HELLO_GAP_MS" "$HELLO_C" "$HELLO_DUR"
     done
   done
   # slow senders: one round, it measures whether they are served, not a rate
   for t in $targets; do
     route_target "$t"
-    run_hello hello-slow "$t" 1 "$SLOW_SEGMENTS" "$SLOW_GAP_MS" "$SLOW_C" "$((DUR + 2))"
+    run_hello hello-slow "$t" 1 "$SLOW_SEGMENTS" "$SLOW_GAP_MS" "$SLOW_C" "$((HELLO_DUR + 2))"
   done
   nft_direct
 }
@@ -180,7 +183,7 @@ scenario_hello() {
 # run_dnsperf ADDR PORT FILE SECONDS -> D_QPS D_N D_LOST D_CPU D_RC
 run_dnsperf() {
   local out=$WORK/tmp/dnsperf.out
-  timeout $(($4 + 20)) ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' \
+  bounded $(($4 + 20)) ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' \
     dnsperf -s "$1" -p "$2" -d "$3" -l "$4" -c "$DNSPERF_C" -T "$DNSPERF_T" -q "$DNSPERF_Q" -t 1 >"$out" 2>&1
   D_QPS=$(awk '/Queries per second/{print $4}' "$out")
   D_N=$(awk '/Queries completed/{print $3}' "$out")
@@ -207,7 +210,7 @@ scenario_dns() {
   for ((r = 1; r <= ROUNDS; r++)); do
     for mix in hit miss denied; do
       for t in $(rotate "$r" "${live[@]}"); do
-        [[ $t == auth && $mix == denied ]] && continue  # NSD is no filter
+        [[ $t == auth && $mix != hit ]] && continue  # NSD: the ceiling for answers, and no filter
         a=$(dns_addr "$t") p=${DNS_PORT[$t]}
         case $mix in
           hit) file=$WORK/dns/hits.txt ;;
@@ -228,8 +231,8 @@ scenario_dns() {
 # ---- decide: the policy engine alone (policy_decide_bench), 10, 1k and 100k rules ---------------
 scenario_decide() {
   local out=$WORK/tmp/decide.csv
-  timeout 300 "$DECIDE_BENCH" --benchmark_filter='^decide/[a-z_0-9]+/rules:[0-9]+$' \
-    --benchmark_repetitions="$DECIDE_REPS" --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 \
+  bounded 300 "$DECIDE_BENCH" --benchmark_filter='^decide/[a-z_0-9]+/rules:[0-9]+$' \
+    --benchmark_repetitions="$DECIDE_REPS" --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
     --benchmark_format=csv >"$out" 2>"$WORK/logs/decide.err" || { warn "policy_decide_bench failed"; return; }
   # "decide/exact_hit/rules:1000_median",3,232.1,... -> decide exact_hit rules:1000 ns
   awk -F, '$1 ~ /_median"$/ { gsub(/"/, "", $1); sub(/_median$/, "", $1); split($1, p, "/");
@@ -251,7 +254,7 @@ scenario_scale() {
         emit "scale-c$c" "$t" rps "$r" "$W_RPS" req/s
         emit "scale-c$c" "$t" errors "$r" "$W_ERR" count
         log "scale c=$c r$r $t: $W_RPS req/s ($W_ERR errors)"
-        sleep 1  # let the closed connections drain out of the tables
+        sleep 0.5  # let the closed connections drain out of the tables
       done
     done
   done

@@ -100,4 +100,10 @@ EOF2
 
 # Stale REDIRECT entries keep their NAT binding in conntrack: a client reusing a source
 # port would be steered to the previous target. Flush on every switch.
-ct_flush() { inns "$NS_G" python3 "$HERE/lib/ctflush.py" || warn "conntrack flush failed"; }
+ct_flush() {
+  if command -v conntrack >/dev/null; then
+    inns "$NS_G" conntrack -F 2>/dev/null || warn "conntrack flush failed"
+  else
+    inns "$NS_G" python3 "$HERE/lib/ctflush.py" || warn "conntrack flush failed"
+  fi
+}

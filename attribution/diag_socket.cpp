@@ -44,8 +44,7 @@ diag_socket::exchange_result diag_socket::exchange(const std::vector<std::byte>&
     out.error = errno;
     return out;
   }
-  // A dump arrives in several datagrams of at most a few pages each; 64 KiB holds any of them.
-  std::vector<std::byte> buffer(64 * 1024);
+  auto& buffer = buffer_;
   for (;;) {
     const auto n = ::recv(fd_.get(), buffer.data(), buffer.size(), MSG_TRUNC);
     if (n < 0) {

@@ -7,7 +7,9 @@
 #include "attribution/unique_fd.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace airlock::attribution {
 
@@ -38,6 +40,8 @@ class diag_socket {
 
   unique_fd fd_;
   int open_error_ = 0;
+  // A dump arrives in several datagrams of at most a few pages each; 64 KiB holds any of them.
+  std::vector<std::byte> buffer_ = std::vector<std::byte>(64 * 1024);
   std::uint32_t seq_ = 0;
 };
 

@@ -55,9 +55,9 @@ engine::netns_entry* engine::open(const std::string& path) {
     if (!home_ || ::setns(ns.get(), CLONE_NEWNET) != 0) return nullptr;
     diag = std::make_unique<diag_socket>();
     // Back home, so nothing else this thread does happens in the sandbox's namespace. If even
-    // that fails the thread stays there, which is harmless: it only talks netlink, and those
-    // sockets are bound to their namespaces.
-    (void)::setns(home_.get(), CLONE_NEWNET);
+    // that fails the thread stays there, which is harmless (it only talks netlink, and those
+    // sockets are bound to their namespaces) as long as it no longer assumes where it is.
+    if (::setns(home_.get(), CLONE_NEWNET) != 0) home_id_.reset();
   }
   if (!diag->valid()) return nullptr;
 

@@ -27,15 +27,17 @@ finder::~finder() {
 }
 
 void finder::lookup(std::string netns_path, const socket_key& key, completion done, still_wanted wanted) {
+  bool stopping = false;
   {
     std::lock_guard lock(mutex_);
-    if (!stopping_ && queue_.size() < options_.queue_capacity) {
+    stopping = stopping_;
+    if (!stopping && queue_.size() < options_.queue_capacity) {
       queue_.push_back(request{std::move(netns_path), key, std::move(done), std::move(wanted)});
       wake_.notify_one();
       return;
     }
   }
-  done(unknown_result(cause::queue_full));
+  done(unknown_result(stopping ? cause::shutting_down : cause::queue_full));
 }
 
 void finder::forget(std::string netns_path) {
@@ -47,15 +49,20 @@ void finder::forget(std::string netns_path) {
 
 void finder::run() {
   engine lookups(engine_options{options_.proc_root, options_.max_namespaces});
+  auto last_sweep = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
   for (;;) {
+    // Namespaces that are gone are let go of every sweep_interval, busy or not: a kept
+    // socket holds its namespace alive.
+    if (std::chrono::steady_clock::now() - last_sweep >= options_.sweep_interval) {
+      lock.unlock();
+      lookups.sweep();
+      last_sweep = std::chrono::steady_clock::now();
+      lock.lock();
+    }
     if (queue_.empty() && !stopping_) {
-      if (!wake_.wait_for(lock, options_.sweep_interval, [this] { return !queue_.empty() || stopping_; })) {
-        lock.unlock();
-        lookups.sweep();
-        lock.lock();
-        continue;
-      }
+      wake_.wait_until(lock, last_sweep + options_.sweep_interval, [this] { return !queue_.empty() || stopping_; });
+      continue;
     }
     if (queue_.empty()) return;  // stopping, nothing left
     request r = std::move(queue_.front());

@@ -29,7 +29,7 @@ namespace airlock::attribution {
 struct finder_options {
   std::size_t queue_capacity = 1024;  // requests waiting for the worker; past it: "queue full"
   std::size_t max_namespaces = 64;    // sock_diag sockets kept open, one per namespace
-  // When idle this long, the worker closes what it keeps open for namespaces that are gone.
+  // This often, the worker closes what it keeps open for namespaces that are gone.
   std::chrono::milliseconds sweep_interval = std::chrono::seconds(5);
   std::string proc_root = "/proc";
 };
@@ -47,8 +47,9 @@ class finder {
   finder(const finder&) = delete;
   finder& operator=(const finder&) = delete;
 
-  // Queues a lookup. `done` is called exactly once: on the worker thread, or (queue full)
-  // before lookup() returns. It must not block for long: the next lookup waits for it. When
+  // Queues a lookup. `done` is called exactly once: on the worker thread, or (queue full,
+  // finder shutting down) before lookup() returns. It must not throw, and not block for long:
+  // the next lookup waits for it. When
   // `wanted` is given and returns false by the time the worker gets to the request, the work
   // is skipped (done is still called, with "timed out").
   void lookup(std::string netns_path, const socket_key& key, completion done, still_wanted wanted = {});

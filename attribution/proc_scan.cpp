@@ -10,6 +10,7 @@
 
 #include <array>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -64,23 +65,37 @@ std::optional<ns_id> scanner::netns_of(int pid) const {
 }
 
 std::optional<int> scanner::socket_owner(std::uint64_t inode, const ns_id& ns) const {
+  // Every path below is relative to an open directory: on a host with many processes the
+  // cost of a scan is path walks in /proc, and these are one or two components each.
   const unique_dir procs(::opendir(root_.c_str()));
   if (!procs) return std::nullopt;
+  const int procs_fd = ::dirfd(procs.get());
   const std::string want = "socket:[" + std::to_string(inode) + "]";
   std::optional<int> best;
   std::uint64_t best_start = 0;
   while (const dirent* entry = ::readdir(procs.get())) {
     const auto pid = as_pid(entry->d_name);
-    if (!pid || netns_of(*pid) != ns) continue;
-    const std::string fd_dir = path(*pid, "fd");
-    const unique_dir fds(::opendir(fd_dir.c_str()));
-    if (!fds) continue;
+    if (!pid) continue;
+    char rel[32];
+    std::snprintf(rel, sizeof rel, "%d/ns/net", *pid);
+    struct stat st {};
+    if (::fstatat(procs_fd, rel, &st, 0) != 0 ||
+        ns_id{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)} != ns) {
+      continue;
+    }
+    std::snprintf(rel, sizeof rel, "%d/fd", *pid);
+    const int fd_dir = ::openat(procs_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_dir < 0) continue;
+    const unique_dir fds(::fdopendir(fd_dir));
+    if (!fds) {
+      ::close(fd_dir);
+      continue;
+    }
     bool holds = false;
     while (const dirent* fd = ::readdir(fds.get())) {
       if (fd->d_name[0] == '.') continue;
       std::array<char, 64> target{};
-      const std::string link = fd_dir + "/" + fd->d_name;
-      const auto n = ::readlink(link.c_str(), target.data(), target.size());
+      const auto n = ::readlinkat(fd_dir, fd->d_name, target.data(), target.size());
       if (n > 0 && std::string_view(target.data(), static_cast<std::size_t>(n)) == want) {
         holds = true;
         break;

@@ -212,13 +212,14 @@ TEST_CASE("engine: another network namespace, entered with setns" * doctest::ski
 
   std::optional<at::lookup_result> r;
   std::optional<at::lookup_result> from_here;
+  at::engine e;
   if (got_ports) {
     const auto lo = asio::ip::make_address("127.0.0.1");
     const auto key = at::socket_key::make(at::transport::tcp, lo, ports[0], lo, ports[1]);
-    at::engine e;
     r = e.lookup("/proc/" + std::to_string(child) + "/ns/net", key);
     from_here = e.lookup(self_netns, key);  // the same 4-tuple does not exist here
   }
+  const auto kept = e.open_namespaces();
   ::close(to_child[1]);
   int status = 0;
   ::waitpid(child, &status, 0);
@@ -229,6 +230,11 @@ TEST_CASE("engine: another network namespace, entered with setns" * doctest::ski
   REQUIRE(r->chain.size() == 1);
   CHECK(r->chain[0].pid == child);
   CHECK(from_here->unknown == at::cause::socket_not_found);
+  // The child's namespace died with it; the sweep lets go of its socket (which would
+  // otherwise keep the namespace alive), and keeps ours.
+  CHECK(kept == 2);
+  e.sweep();
+  CHECK(e.open_namespaces() == 1);
 }
 
 TEST_CASE("finder: lookup() completes on the worker thread") {

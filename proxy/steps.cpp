@@ -49,6 +49,23 @@ asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, const c
   client.close(ignored);
 }
 
+asio::awaitable<void> refuse_over_limit(tcp::socket& client, sniffed::kind channel, core::decision_record& rec,
+                                        std::string_view limit) {
+  rec.verdict = policy::verdict::deny;
+  rec.reason = reason::limit_exceeded;
+  rec.rule = "default";
+  rec.notes.push_back("limit:" + std::string(limit));
+  co_await refuse(client, channel, rec);
+}
+
+void cut_by_budget(core::decision_record& rec, std::string_view budget) {
+  rec.verdict = policy::verdict::deny;
+  rec.reason = reason::limit_exceeded;
+  rec.rule = "default";
+  rec.notes.push_back("limit:" + std::string(budget));
+  rec.notes.push_back("cut_open_connection");
+}
+
 asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ctx, const policy::compiled_policy& p,
                                                                const policy::domain_name& name, std::uint16_t port,
                                                                core::decision_record& rec) {

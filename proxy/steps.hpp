@@ -35,6 +35,13 @@ struct emit_once {
 boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffed::kind channel,
                                     const core::decision_record& rec);
 
+// Past a cap or a session's limit: a logged deny (limit_exceeded, the note names the
+// limit), answered like any other refusal on the channel.
+boost::asio::awaitable<void> refuse_over_limit(boost::asio::ip::tcp::socket& client, sniffed::kind channel,
+                                               core::decision_record& rec, std::string_view limit);
+// An allowed connection cut because its session spent a byte budget: the line says so.
+void cut_by_budget(core::decision_record& rec, std::string_view budget);
+
 // Airlock's own resolution of an allowed name, minus special addresses that no cidr rule
 // of this policy allows. Empty when there is nothing to connect to; then `rec` says why
 // (resolve_failed, or private_address, which audit mode never softens).

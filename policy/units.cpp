@@ -1,4 +1,4 @@
-#include "launcher/units.hpp"
+#include "policy/units.hpp"
 
 #include <array>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <optional>
 
-namespace airlock::launcher {
+namespace airlock::policy {
 namespace {
 
 template <typename T>
@@ -160,4 +160,4 @@ std::string format_duration(std::chrono::milliseconds d) {
   return out;
 }
 
-}  // namespace airlock::launcher
+}  // namespace airlock::policy

@@ -1,0 +1,71 @@
+#pragma once
+// Caps and per-session budgets (policy::limits_config), enforced where a connection is
+// admitted and where its bytes move. One limiter per event loop, so plain counters do.
+//
+// A connection holds a ticket for its whole life: the ticket counts it open (and
+// pending until its first bytes are judged), names the limit that refuses it, and meters
+// its bytes against its session's budgets.
+#include "core/token_bucket.hpp"
+#include "policy/config.hpp"
+#include "proxy/relay.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace airlock::proxy {
+
+class limiter {
+  struct usage {
+    std::uint64_t open = 0;
+    core::token_bucket bucket;
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+  };
+
+ public:
+  explicit limiter(const policy::limits_config& limits) : limits_(limits) {}
+
+  class ticket final : public relay_meter {
+   public:
+    ~ticket() override;
+    ticket(const ticket&) = delete;
+    ticket& operator=(const ticket&) = delete;
+
+    // The daemon-wide cap this connection is over ("connections", "pending_handshakes"),
+    // or empty: then admit() decides for its session.
+    std::string_view refused() const noexcept { return refused_; }
+    // Counts the connection against its session; the limit it is over, or empty.
+    std::string_view admit(const std::string& session);
+    // Its first bytes are judged: it no longer counts as a pending handshake.
+    void judged() noexcept;
+    // The budget a cut connection spent ("session_bytes_up" / "session_bytes_down").
+    std::string_view spent() const noexcept { return spent_; }
+    bool moved(bool up, std::uint64_t bytes) noexcept override;
+
+   private:
+    friend class limiter;
+    explicit ticket(limiter& l);
+    limiter& owner_;
+    usage* session_ = nullptr;
+    bool pending_ = true;
+    std::string_view refused_;
+    std::string_view spent_;
+  };
+
+  ticket accept() { return ticket(*this); }
+
+  std::uint64_t open() const noexcept { return open_; }
+  std::uint64_t pending() const noexcept { return pending_; }
+
+ private:
+  policy::limits_config limits_;
+  std::uint64_t open_ = 0;
+  std::uint64_t pending_ = 0;
+  // One entry per session seen (bounded by the sessions the policy and the control API
+  // know); kept after the last connection closes so rates and budgets carry over.
+  std::unordered_map<std::string, usage> sessions_;
+};
+
+}  // namespace airlock::proxy

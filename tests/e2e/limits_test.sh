@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Caps and budgets: past each limit the answer is a logged deny (limit_exceeded, the note
+# names the limit), never a stall or a crash; an upload that spends a session's byte budget
+# is cut and its line says so; and airlock goes on serving within the limits.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+WORLD_RECORDS="listed.airlock.test 203.0.113.10"
+WORLD_CERT_NAMES="listed.airlock.test"
+source "$here/lib/world.sh"
+source "$here/lib/check.sh"
+world_up
+
+start_with_limits() {  # start_with_limits 'key: value'...: restart airlock with these limits
+  [[ -n $AIRLOCK_PID ]] && { kill "$AIRLOCK_PID"; wait "$AIRLOCK_PID" 2>/dev/null || true; }
+  world_airlock_config limits-sandbox <<<'      - host: listed.airlock.test'
+  { echo "limits:"; for kv in "$@"; do echo "  $kv"; done; } >>"$W/airlock.yaml"
+  : >"$W/decisions.jsonl"
+  world_start_airlock -c "$W/airlock.yaml"
+}
+fetch() { sbx_curl --resolve "listed.airlock.test:443:$ORIGIN_IP" https://listed.airlock.test/ "$@"; }
+works() { body_is "origin says hello to listed.airlock.test" fetch; }
+# Holds N connections that say nothing (so they stay in the handshake) for S seconds.
+hold() {
+  rm -f "$W/held"
+  world_sbx python3 -c '
+import socket, sys, time
+held = [socket.create_connection((sys.argv[1], 443), timeout=5) for _ in range(int(sys.argv[2]))]
+open(sys.argv[4], "w").close()
+time.sleep(float(sys.argv[3]))' "$ORIGIN_IP" "$1" "$2" "$W/held" &
+  HOLDER=$!
+  for _ in $(seq 100); do [[ -e $W/held ]] && break; sleep 0.05; done
+  sleep 0.2  # the accepts are on airlock's loop by now
+}
+
+start_with_limits 'session_connections: 2'
+hold 2 3
+expect_not "a third connection while a session holds its 2 is refused" fetch
+expect "  logged as limit_exceeded, session_connections" \
+  line event=connect verdict=deny reason=limit_exceeded 'notes~=limit:session_connections'
+wait "$HOLDER" || true
+expect "once they close, the session connects again" works
+
+start_with_limits 'pending_handshakes: 2'
+hold 2 3
+expect_not "a third connection while 2 handshakes are pending is refused" fetch
+expect "  logged as limit_exceeded, pending_handshakes" \
+  line event=connect verdict=deny reason=limit_exceeded 'notes~=limit:pending_handshakes'
+wait "$HOLDER" || true
+expect "once they are judged, connections are accepted again" works
+
+start_with_limits 'session_connections_per_second: 1'
+for _ in 1 2 3 4 5; do fetch -o /dev/null 2>/dev/null || true; done
+expect "a burst of 5 new connections at 1/s (burst 2) is cut down to size" \
+  line event=connect verdict=deny reason=limit_exceeded 'notes~=limit:session_connections_per_second'
+expect "  the first ones went through" line event=connect verdict=allow reason=host_allowed
+
+start_with_limits 'session_bytes_up: 64K'
+head -c 300000 /dev/urandom >"$W/upload.bin"
+expect_not "an upload past the session's 64 KiB budget is cut" fetch -X POST --data-binary @"$W/upload.bin"
+expect "  its line says so, with the bytes that passed" \
+  line event=connect verdict=deny reason=limit_exceeded 'notes~=cut_open_connection' 'notes~=limit:session_bytes_up'
+expect "  and no more than the budget and one chunk reached the origin" python3 -c '
+import json, sys
+cut = [json.loads(l) for l in open(sys.argv[1]) if "cut_open_connection" in l]
+sys.exit(0 if cut and 65536 < cut[0]["bytes_up"] <= 65536 + 65536 else 1)' "$W/decisions.jsonl"
+expect_not "the spent budget refuses the session's next connection" fetch
+expect "  at admission" line --count 1 event=connect reason=limit_exceeded bytes_up=null 'notes~=limit:session_bytes_up'
+kill -0 "$AIRLOCK_PID"
+expect "airlock is still serving (its DNS answers)" \
+  world_sbx dig +time=2 +tries=1 +short @"$GW_SBX_IP" listed.airlock.test
+check_summary

@@ -52,6 +52,11 @@ void session_filter::feed(std::string_view raw) {
   }
 }
 
+void session_filter::feed_unreadable() {
+  ++out_.lines;
+  ++out_.unparseable;
+}
+
 session_log session_filter::finish() && { return std::move(out_); }
 
 boost::system::result<session_log, std::string> read_session(const std::string& path, std::string_view session) {
@@ -85,7 +90,7 @@ boost::system::result<session_log, std::string> read_session(const std::string& 
       const auto piece = data.substr(0, nl);
       data.remove_prefix(nl + 1);
       if (skipping || carry.size() + piece.size() > max_line) {
-        filter.feed("\x01");  // counted as one unparseable line
+        filter.feed_unreadable();
         skipping = false;
         carry.clear();
       } else if (!carry.empty()) {
@@ -98,7 +103,7 @@ boost::system::result<session_log, std::string> read_session(const std::string& 
     }
   }
   if (std::ferror(in)) return failure("cannot read the log");
-  if (skipping) filter.feed("\x01");
+  if (skipping) filter.feed_unreadable();
   else if (!carry.empty()) filter.feed(carry);  // a last line without its newline
   auto out = std::move(filter).finish();
   out.path = path;

@@ -33,6 +33,7 @@ class session_filter {
  public:
   explicit session_filter(std::string session);
   void feed(std::string_view line);  // one line without its newline
+  void feed_unreadable();            // a line too long to look at: counted as unparseable
   session_log finish() &&;
 
  private:

@@ -23,7 +23,7 @@ class answer_index {
   std::optional<std::size_t> find(std::string_view address, const std::string& name,
                                   std::optional<std::int64_t> started_us,
                                   const std::vector<std::optional<step>>& slots) const {
-    const auto it = by_address_.find(std::string(address));
+    const auto it = by_address_.find(address);
     if (it == by_address_.end()) return std::nullopt;
     std::optional<std::size_t> best;
     bool best_same_name = false;

@@ -40,10 +40,11 @@ struct story {
   std::vector<step> steps;  // in log order; connections may sit under a DNS step instead
   totals counted;           // computed from the lines
   std::optional<totals> closed;  // from the session close line(s), when the log has them
-  std::vector<const step*> denials() const;  // every deny and audit-deny, in order
   std::size_t unparseable = 0;
   std::uint64_t dropped = 0;
   std::size_t lines = 0;  // the session's lines
+
+  std::vector<const step*> denials() const;  // every deny and audit-deny, in tree order
 };
 
 story build_story(session_log log);

@@ -1,5 +1,4 @@
 #include "evidence/event.hpp"
-#include "evidence/log_reader.hpp"
 
 #include <doctest/doctest.h>
 
@@ -93,37 +92,4 @@ TEST_CASE("printable: control bytes, escapes and non-ASCII cannot reach a termin
   CHECK(printable("a\x1b[31mb\n") == "a\\x1b[31mb\\x0a");
   CHECK(printable("\xc2\x9b") == "\\xc2\\x9b");  // C1 CSI as UTF-8
   CHECK(printable("a\\b") == "a\\x5cb");
-}
-
-TEST_CASE("session_filter keeps one session's lines and counts what it skips") {
-  session_filter f("s1");
-  f.feed(R"({"ts":"2026-12-02T14:21:16.000000Z","event":"dns","session":"s1","name":"a.test"})");
-  f.feed(R"({"ts":"2026-12-02T14:21:16.000000Z","event":"dns","session":"s10","name":"b.test"})");  // a longer id
-  f.feed(R"({"ts":"2026-12-02T14:21:16.000000Z","event":"dns","session":"s2","name":"\"session\":\"s1\""})");
-  f.feed("garbage");
-  f.feed(R"({"ts":"2026-12-02T14:21:2)");  // a line cut short
-  f.feed(R"({"event":"dns","session":"s1",broken})");
-  f.feed(R"({"ts":"2026-12-02T14:21:17.000000Z","event":"log_dropped","count":4})");
-  f.feed("");
-  f.feed(R"({"ts":"2026-12-02T14:21:18.000000Z","event":"connect","session":"s1","name":"a.test"})");
-  f.feed(R"({"ts":"2026-12-02T14:21:19.000000Z","event":"log_dropped","count":9})");  // after its last line
-  const auto log = std::move(f).finish();
-  REQUIRE(log.events.size() == 2);
-  CHECK(log.events[0].name == "a.test");
-  CHECK(log.events[1].kind == event_kind::connect);
-  CHECK(log.lines == 10);
-  CHECK(log.unparseable == 3);
-  CHECK(log.dropped == 4);
-}
-
-TEST_CASE("a session id with quotes is looked for as the writer escapes it") {
-  session_filter f("we\"ird");
-  f.feed(R"({"event":"dns","session":"we\"ird","name":"a.test"})");
-  CHECK(std::move(f).finish().events.size() == 1);
-}
-
-TEST_CASE("read_session: a missing file is an error naming it") {
-  const auto r = read_session("/nonexistent/decisions.jsonl", "s1");
-  REQUIRE(!r.has_value());
-  CHECK(r.error().find("/nonexistent/decisions.jsonl: cannot open the log") == 0);
 }

@@ -113,18 +113,18 @@ tree_pids() {
   done
   echo "${out[*]}"
 }
-# cpu_s PID... : user+sys CPU seconds of the trees, reaped children included (fields 14-17)
+# cpu_s PID... : seconds on a CPU of every thread of the trees, from schedstat (in ns: the
+# 10 ms ticks of /proc/PID/stat are too coarse for a one-second transfer)
 cpu_s() {
   local p
-  for p in $(tree_pids "$@"); do cat "/proc/$p/stat" 2>/dev/null; done |
-    awk -v hz="$CLK_TCK" '{ sub(/^.*\) /, ""); s += $12 + $13 + $14 + $15 } END { printf "%.3f\n", s / hz }'
+  for p in $(tree_pids "$@"); do cat /proc/"$p"/task/*/schedstat 2>/dev/null; done |
+    awk '{ s += $1 } END { printf "%.4f\n", s / 1e9 }'
 }
 # rss_kb PID... : summed resident set of the trees, KiB
 rss_kb() {
   local p
   for p in $(tree_pids "$@"); do cat "/proc/$p/status" 2>/dev/null; done | awk '/^VmRSS:/ { s += $2 } END { print s + 0 }'
 }
-CLK_TCK=$(getconf CLK_TCK)
 # sys_cpu : "busy_s total_s irq+softirq_s" over all CPUs, from /proc/stat
 sys_cpu() { awk '/^cpu /{b=$2+$3+$4+$7+$8+$9; t=b+$5+$6; printf "%.2f %.2f %.2f\n", b/100, t/100, ($7+$8)/100}' /proc/stat; }
 

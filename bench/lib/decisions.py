@@ -21,7 +21,8 @@ with open(log_path, errors="replace") as f:
         except ValueError:
             bad_lines += 1
             continue
-        key = (d.get("event"), d.get("proto"), d.get("verdict"), d.get("reason"), d.get("rcode"))
+        key = (d.get("event"), d.get("proto"), d.get("verdict"), d.get("reason"), d.get("rcode"),
+               ",".join(d.get("notes") or []))
         counts[key] += 1
         name = d.get("name") or ""
         if d.get("verdict") != "allow" and d.get("event") in ("dns", "connect") and \
@@ -33,10 +34,10 @@ with open(log_path, errors="replace") as f:
             examples.setdefault(("dns", "allowed but rcode " + str(d.get("rcode"))), line.strip())
 
 print("### airlock's decision log during the run\n")
-print("| event | proto | verdict | reason | rcode | lines |")
-print("|---|---|---|---|---|---:|")
-for (event, proto, verdict, reason, rcode), n in counts.most_common():
-    print(f"| {event} | {proto} | {verdict} | {reason} | {rcode} | {n:,} |")
+print("| event | proto | verdict | reason | rcode | notes | lines |")
+print("|---|---|---|---|---|---|---:|")
+for (event, proto, verdict, reason, rcode, notes), n in counts.most_common():
+    print(f"| {event} | {proto or '–'} | {verdict or '–'} | {reason or '–'} | {rcode or '–'} | {notes or '–'} | {n:,} |")
 if bad_lines:
     print(f"\n{bad_lines} lines were not JSON.")
 print("\n### Allowed names that did not get a clean allow\n")

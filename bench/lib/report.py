@@ -30,7 +30,7 @@ ROWS = [
     ("latency-https", "p99_ms", "HTTPS p99 ms at concurrency 1", None, False),
     ("latency-http", "p50_ms", "HTTP p50 ms at concurrency 1", None, False),
     ("latency-http", "p99_ms", "HTTP p99 ms at concurrency 1", None, False),
-    ("idle", "proxy_kib_per_conn", "KiB of proxy RSS per idle TLS connection (direct: the origin's)", None, False),
+    ("idle", "proxy_kib_per_conn", "KiB of proxy RSS per idle TLS connection (5,000 held)", None, False),
     ("hello-whole", "answered_per_s", "ClientHello→ServerHello/s, hello in 1 segment (c=64)", "hello", True),
     ("hello-segmented", "answered_per_s", "the same, hello in 8 segments 2 ms apart", "hello", True),
     ("hello-segmented", "p99_ms", "  its p99 ms to the ServerHello", None, False),

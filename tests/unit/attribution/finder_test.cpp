@@ -252,8 +252,8 @@ TEST_CASE("finder: lookup() completes on the worker thread") {
 
 TEST_CASE("finder: async_lookup resumes the coroutine on its own executor") {
   tcp_pair pair;
-  at::finder f;
   asio::io_context io;
+  at::finder f;  // destroyed before io: the worker may still be returning from its post()
   std::optional<at::lookup_result> got;
   std::thread::id resumed_on;
   asio::co_spawn(
@@ -274,10 +274,10 @@ TEST_CASE("finder: async_lookup resumes the coroutine on its own executor") {
 
 TEST_CASE("finder: a caller that stops waiting gets control back at its deadline") {
   tcp_pair pair;
+  asio::io_context io;
   held_worker held;
   auto f = std::make_unique<at::finder>();
   held.hold(*f);
-  asio::io_context io;
   std::optional<std::optional<at::lookup_result>> got;
   const auto start = std::chrono::steady_clock::now();
   asio::co_spawn(

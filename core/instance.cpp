@@ -1,5 +1,6 @@
 #include "core/instance.hpp"
 
+#include "attribution/finder.hpp"
 #include "core/control_api.hpp"
 #include "core/deadline.hpp"
 #include "core/decision_log.hpp"
@@ -91,6 +92,8 @@ struct instance::parts {
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
   asio::io_context io{1};
+  // Posts its results to the loop: goes before it.
+  std::unique_ptr<attribution::finder> finder;
   std::unique_ptr<dns::resolver> resolver;
   std::list<udp::socket> dns_sockets;
   std::list<tcp::acceptor> dns_acceptors;
@@ -336,6 +339,12 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   p->proxy_ctx = std::make_unique<proxy::proxy_context>(
       proxy::proxy_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache, {}});
   p->proxy_ctx->limits = proxy::limiter(p->cfg.limits);
+  // Sessions registered with a network namespace (by `airlock run`) get process attribution.
+  p->finder = std::make_unique<attribution::finder>();
+  auto netns_of = [sessions = p->sessions.get()](std::string_view id) { return sessions->netns_of(id); };
+  p->dns_ctx->finder = p->proxy_ctx->finder = p->finder.get();
+  p->dns_ctx->netns_of = p->proxy_ctx->netns_of = netns_of;
+  p->sessions->on_removed = [f = p->finder.get()](const std::string& netns) { f->forget(netns); };
 
   for (const auto& ep : p->cfg.listen.dns) {
     // UDP and TCP on one port number: the sandbox's nft table redirects both to it.

@@ -204,8 +204,10 @@ registry_result<session_totals> session_registry::remove(const std::string& id) 
     return refuse(404, "no session '" + id + "' registered at run time");
   const session_totals totals = it->second.view.totals;
   const bool derived = !it->second.extra_allow.empty();
+  const std::string netns = it->second.view.netns;
   emit_session(it->second, "close");
   sessions_.erase(it);
+  if (on_removed && !netns.empty()) on_removed(netns);
   publish_runtime_table();
   // Drop the derived policy too; if that fails (it cannot: the same file compiled
   // before), the stale policy is unreachable and harmless.

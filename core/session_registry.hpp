@@ -15,6 +15,7 @@
 #include "policy/store.hpp"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ class session_registry final : public decision_sink {
   void close_all();
 
   void emit(const decision_record& r) noexcept override;
+
+  // Told the network namespace of each runtime session as it is removed (the process
+  // finder lets go of what it holds open there, so the namespace can die).
+  std::function<void(const std::string& netns)> on_removed;
 
  private:
   struct entry {

@@ -1,10 +1,13 @@
 #include "dns/query.hpp"
 
+#include "attribution/probe.hpp"
 #include "dns/answer_filter.hpp"
 #include "dns/lookup.hpp"
 #include "dns/wire.hpp"
 #include "policy/cidr.hpp"
 #include "policy/special_addresses.hpp"
+
+#include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -49,10 +52,23 @@ std::string rcode_name(std::uint8_t rc) {
 }
 
 // Emits the record exactly once, whichever way the query ends.
+// One line per query on every way out; when a process lookup was started, the line
+// waits for it off the data path (the reply has left by then).
 struct emit_once {
   core::decision_sink& sink;
   core::decision_record& record;
-  ~emit_once() { sink.emit(record); }
+  attribution::probe probe{};
+  ~emit_once() {
+    if (probe.active()) {
+      try {
+        auto ex = probe.executor();  // before the probe is moved from
+        attribution::emit_with_process(std::move(ex), sink, record, std::move(probe));
+        return;
+      } catch (...) {  // out of memory: the line without its process beats no line
+      }
+    }
+    sink.emit(record);
+  }
 };
 
 // A reply for a packet whose question did not parse: FORMERR when at least the header
@@ -107,6 +123,14 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   if (!session) co_return refuse(wire::rcode::refused, reason::no_session, ede_blocked);
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
+  if (over_udp && ctx.finder && ctx.netns_of) {
+    // The sandbox sent to the gateway's :53 before the redirect; that address is not
+    // known here, and a resolver's socket is often unconnected anyway: match any remote.
+    const auto key = attribution::socket_key::make(attribution::transport::udp, client_address, client_port,
+                                                   boost::asio::ip::address(), 0);
+    guard.probe = attribution::probe::start(ctx.finder, ctx.netns_of(rec.session), key,
+                                            co_await boost::asio::this_coro::executor);
+  }
 
   // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
   const auto now = core::token_bucket::clock::now();

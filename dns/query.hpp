@@ -1,6 +1,7 @@
 #pragma once
 // One DNS query, top to bottom: parse, find the session, decide, resolve upstream,
 // filter the answer, reply under the client's own id, log exactly one decision.
+#include "attribution/finder.hpp"
 #include "core/decision.hpp"
 #include "core/token_bucket.hpp"
 #include "dns/answer_cache.hpp"
@@ -16,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <functional>
 #include <unordered_map>
 
 namespace airlock::dns {
@@ -31,6 +33,9 @@ struct query_context {
   filter_settings filter{};
   // One bucket per session id: bounded by the number of sessions, not by clients.
   std::unordered_map<std::string, core::token_bucket> buckets{};
+  // Process attribution for sessions started by airlock (optional, as in the proxy).
+  attribution::finder* finder = nullptr;
+  std::function<std::string(std::string_view)> netns_of{};
 };
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).

@@ -70,6 +70,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     co_await refuse_over_limit(client, sniffed::kind::unknown, rec, over);
     co_return;
   }
+  steps::start_probe(ctx, guard, peer, *dst, client.get_executor());
 
   // 3. What it says: SNI or Host, within the peek deadline.
   auto first = co_await sniff(client, ctx.settings.peek_limit);

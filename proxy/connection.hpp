@@ -1,6 +1,7 @@
 #pragma once
 // One transparent connection, top to bottom: original destination, session, sniff,
 // decide, connect to airlock's own resolution, relay, log.
+#include "attribution/finder.hpp"
 #include "core/decision.hpp"
 #include "dns/answer_cache.hpp"
 #include "dns/name_table.hpp"
@@ -13,6 +14,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace airlock::proxy {
 
@@ -31,6 +34,10 @@ struct proxy_context {
   proxy_settings settings;
   std::uint64_t next_conn = 0;  // one context per io_context: no sharing, no atomics
   limiter limits{policy::limits_config{}};
+  // Process attribution, for sessions started by airlock: the finder, and the network
+  // namespace of a session ("" when it has none). Both optional.
+  attribution::finder* finder = nullptr;
+  std::function<std::string(std::string_view)> netns_of{};
 };
 
 boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);

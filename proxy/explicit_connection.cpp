@@ -55,6 +55,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
     co_await steps::refuse_over_limit(client, channel, rec, over);
     co_return;
   }
+  if (const auto here = client.local_endpoint(ec); !ec) steps::start_probe(ctx, guard, peer, here, client.get_executor());
 
   // 2. The proxy request: CONNECT host:port, or an absolute-form http:// request.
   auto first = co_await sniff(client, ctx.settings.peek_limit);

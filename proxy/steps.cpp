@@ -21,7 +21,22 @@ std::string text(const tcp::endpoint& ep) { return policy::endpoint_config{ep.ad
 emit_once::~emit_once() {
   record.duration_ms = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
+  if (probe.active()) {
+    try {
+      auto ex = probe.executor();  // before the probe is moved from
+      attribution::emit_with_process(std::move(ex), sink, record, std::move(probe));
+      return;
+    } catch (...) {  // out of memory: the line without its process beats no line
+    }
+  }
   sink.emit(record);
+}
+
+void start_probe(proxy_context& ctx, emit_once& line, const tcp::endpoint& client, const tcp::endpoint& addressed,
+                 asio::any_io_executor ex) {
+  if (!ctx.finder || !ctx.netns_of) return;
+  line.probe = attribution::probe::start(ctx.finder, ctx.netns_of(line.record.session),
+                                         attribution::socket_key::tcp(client, addressed), std::move(ex));
 }
 
 asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, const core::decision_record& rec) {

@@ -2,6 +2,7 @@
 // The steps a proxied connection shares, transparent or explicit: its one log line, the
 // refusal in the channel's language, airlock's own resolution of an allowed name, and
 // the connect to it. Each handler reads top to bottom and calls these.
+#include "attribution/probe.hpp"
 #include "core/decision.hpp"
 #include "policy/domain_name.hpp"
 #include "policy/snapshot.hpp"
@@ -21,13 +22,20 @@ namespace airlock::proxy::steps {
 std::string text(const boost::asio::ip::tcp::endpoint& ep);
 
 // Emits the record once, on every way out of the coroutine (deny, allow, error or
-// cancellation at shutdown), with the duration filled in at that moment.
+// cancellation at shutdown), with the duration filled in at that moment; when a process
+// lookup was started, the line waits for it (briefly, off the data path).
 struct emit_once {
   core::decision_sink& sink;
   core::decision_record& record;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  attribution::probe probe{};
   ~emit_once();
 };
+
+// Starts looking up the sandbox process behind this connection, when its session was
+// started by airlock (it has a network namespace to look in).
+void start_probe(proxy_context& ctx, emit_once& line, const boost::asio::ip::tcp::endpoint& client,
+                 const boost::asio::ip::tcp::endpoint& addressed, boost::asio::any_io_executor ex);
 
 // A denial in the language of the channel, so the client learns it was refused rather
 // than seeing a hang: a TLS alert, an HTTP 403 (502 when the upstream failed) with a JSON

@@ -42,7 +42,7 @@ expect "/healthz answers ok" body_is ok ip netns exec "$GW" curl -sS --max-time 
 
 # --- a runtime session with labels, an extra allowance and a tool call ----------------------
 out=$(api POST /v1/sessions \
-  '{"id":"rt-1","sources":["198.51.100.2/32"],"policy":"sandbox","allow":["extra.airlock.test:443"],"labels":{"repo":"acme/web","task":"t-9"}}')
+  '{"id":"rt-1","sources":["198.51.100.2/32"],"policy":"sandbox","allow":["extra.airlock.test:443"],"labels":{"repo":"acme/web","task":"t-9"},"netns":"/run/netns/'"$SBX"'"}')
 expect "a session registers through the control API (201)" status_is "$out" 201
 expect "  and opens with a session event carrying its labels" \
   line event=session session=rt-1 action=open 'labels~="repo": "acme/web"'
@@ -67,6 +67,9 @@ expect "every one carries the labels and the tool call" \
   line --count 7 session=rt-1 tool_call=call-42 'labels~="task": "t-9"'
 expect "  the extra allowance names where it came from" \
   line event=connect name=extra.airlock.test verdict=allow 'rule=session rt-1 allow:1'
+expect "a DNS line names the process that asked (dig)" line event=dns session=rt-1 'process~="comm": "dig"'
+expect "a connection line names its process (curl, with its command line)" \
+  line event=connect session=rt-1 name=extra.airlock.test 'process~="comm": "curl"' 'process~=https://extra.airlock.test/'
 expect "every decision line has every contract field" python3 - "$W/decisions.jsonl" <<'PY'
 import json, sys
 common = {"ts", "event", "session", "labels", "tool_call", "client", "name", "dst", "upstream", "proto",

@@ -47,6 +47,9 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
          "    type filter hook input priority filter; policy accept;\n"
          "    " + in + " ct status dnat tcp dport " + proxy + " accept\n" +
          "    " + in + " ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
+         // IPv6 needs neighbour discovery to reach the gateway at all (what ARP is to
+         // IPv4, which nft never sees); hop limit 255 means it came from the link itself.
+         "    " + in + " icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept\n" +
          "    " + in + " counter drop\n" +
          "  }\n"
          "  chain forward {\n"

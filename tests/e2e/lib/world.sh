@@ -30,6 +30,11 @@ W=${W:-$(mktemp -d /tmp/airlock-e2e.XXXXXX)}
 SBX=$P-sbx GW=$P-gw NET=$P-net
 SBX_IP=198.51.100.2 GW_SBX_IP=198.51.100.1 GW_NET_IP=203.0.113.1
 DNS_IP=203.0.113.53 ORIGIN_IP=203.0.113.10 ATTACKER_IP=203.0.113.66
+# WORLD_IPV6=1 gives the sandbox, the gateway and the "internet" IPv6 as well, from the
+# documentation prefix 2001:db8::/32, only inside these namespaces.
+WORLD_IPV6=${WORLD_IPV6:-}
+SBX_IP6=2001:db8:51::2 GW_SBX_IP6=2001:db8:51::1 GW_NET_IP6=2001:db8:113::1
+ORIGIN_IP6=2001:db8:113::10 ATTACKER_IP6=2001:db8:113::66
 WORLD_RECORDS=${WORLD_RECORDS:-}
 WORLD_CERT_NAMES=${WORLD_CERT_NAMES:-}
 WORLD_PIDS=()
@@ -124,12 +129,16 @@ http {
   server {
     listen $ORIGIN_IP:80;
     listen $ORIGIN_IP:443 ssl;
+${WORLD_IPV6:+    listen [$ORIGIN_IP6]:80;
+    listen [$ORIGIN_IP6]:443 ssl;}
     access_log $W/origin-access.log;
     location / { return 200 "origin says hello to \$host\n"; }
   }
   server {
     listen $ATTACKER_IP:80;
     listen $ATTACKER_IP:443 ssl;
+${WORLD_IPV6:+    listen [$ATTACKER_IP6]:80;
+    listen [$ATTACKER_IP6]:443 ssl;}
     access_log $W/attacker-access.log;
     location / { return 200 "attacker got it\n"; }
   }
@@ -182,11 +191,22 @@ world_up() {
   done
   ip link add "$P-s0" netns "$SBX" type veth peer name "$P-g0" netns "$GW"
   ip link add "$P-g1" netns "$GW" type veth peer name "$P-n0" netns "$NET"
-  # The sandbox gets IPv4 only: IPv6 is off there, so it can never bypass the IPv4 rules.
-  ip netns exec "$SBX" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+  if [[ -n $WORLD_IPV6 ]]; then
+    # IPv6 everywhere, redirected by the same inet table: the sandbox may use it, and it
+    # goes through airlock exactly like IPv4.
+    ip -n "$SBX" addr add "$SBX_IP6/64" dev "$P-s0" nodad
+    ip -n "$GW" addr add "$GW_SBX_IP6/64" dev "$P-g0" nodad
+    ip -n "$GW" addr add "$GW_NET_IP6/64" dev "$P-g1" nodad
+    for a in "$ORIGIN_IP6" "$ATTACKER_IP6"; do ip -n "$NET" addr add "$a/64" dev "$P-n0" nodad; done
+    ip netns exec "$GW" sysctl -qw net.ipv6.conf.all.forwarding=0
+  else
+    # The sandbox gets IPv4 only: IPv6 is off there, so it can never bypass the IPv4 rules.
+    ip netns exec "$SBX" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+  fi
   ip -n "$SBX" addr add "$SBX_IP/24" dev "$P-s0"
   ip -n "$SBX" link set "$P-s0" up
   ip -n "$SBX" route add default via "$GW_SBX_IP"
+  [[ -z $WORLD_IPV6 ]] || ip -n "$SBX" -6 route add default via "$GW_SBX_IP6" dev "$P-s0"
   ip -n "$GW" addr add "$GW_SBX_IP/24" dev "$P-g0"
   ip -n "$GW" addr add "$GW_NET_IP/24" dev "$P-g1"
   ip -n "$GW" link set "$P-g0" up

@@ -17,6 +17,9 @@ TEST_CASE("the gateway table redirects DNS and TCP and drops everything else") {
   CHECK(t.find("iifname \"al-g0\" tcp dport 53 redirect to :15053") < t.find("meta l4proto tcp redirect to :15001"));
   CHECK(t.find("ct status dnat tcp dport 15001 accept") != std::string::npos);
   CHECK(t.find("iifname \"al-g0\" counter drop") != std::string::npos);
+  // Only neighbour discovery passes unredirected, so IPv6 can reach the gateway at all.
+  CHECK(t.find("icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept") <
+        t.find("iifname \"al-g0\" counter drop"));
   CHECK(t.find("oifname \"al-g0\" counter drop") != std::string::npos);
 }
 

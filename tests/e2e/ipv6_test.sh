@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# IPv6 is handled exactly like IPv4: a sandbox with an IPv6 route is redirected by the same
+# inet table, airlock reads the original destination with IP6T_SO_ORIGINAL_DST, and every
+# decision (names, SNI spoofing, no SNI, Host) comes out the same. Documentation prefix
+# 2001:db8::/32, inside the test's own namespaces only.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+WORLD_IPV6=1
+WORLD_RECORDS="listed.airlock.test 203.0.113.10
+listed.airlock.test AAAA 2001:db8:113::10
+unlisted.airlock.test 203.0.113.10
+unlisted.airlock.test AAAA 2001:db8:113::10"
+WORLD_CERT_NAMES="listed.airlock.test unlisted.airlock.test"
+source "$here/lib/world.sh"
+source "$here/lib/check.sh"
+world_up
+
+world_airlock_config v4-sandbox <<<'      - host: listed.airlock.test'
+sed -i 's|^  proxy: 0.0.0.0:15001|  proxy: ["0.0.0.0:15001", "[::]:15001"]|; s|^  dns: 0.0.0.0:15053|  dns: ["0.0.0.0:15053", "[::]:15053"]|' \
+  "$W/airlock.yaml"
+printf '  - id: v6-sandbox\n    source: 2001:db8:51::/64\n    policy: sandbox\n' >>"$W/airlock.yaml"
+world_start_airlock -c "$W/airlock.yaml"
+
+aaaa() { world_sbx dig +time=3 +tries=1 +short AAAA @"$GW_SBX_IP6" "$1"; }
+expect "DNS over IPv6 answers AAAA for an allowed name (the proxy carries IPv6)" \
+  body_is 2001:db8:113::10 aaaa listed.airlock.test
+expect "  from the IPv6 session" line event=dns session=v6-sandbox name=listed.airlock.test qtype=AAAA verdict=allow
+expect "HTTPS over IPv6 to an allowed name works" body_is "origin says hello to listed.airlock.test" \
+  sbx_curl -6 https://listed.airlock.test/
+expect "  logged with IPv6 endpoints, the original destination read back" \
+  line event=connect session=v6-sandbox name=listed.airlock.test verdict=allow \
+  'client~=[2001:db8:51::2]:' 'dst=[2001:db8:113::10]:443'
+expect_not "HTTPS over IPv6 to an unlisted name is refused" \
+  sbx_curl -6 --resolve "unlisted.airlock.test:443:[$ORIGIN_IP6]" https://unlisted.airlock.test/
+expect "  logged as host_not_allowed" line event=connect session=v6-sandbox name=unlisted.airlock.test \
+  verdict=deny reason=host_not_allowed
+expect "an allowed SNI aimed at the attacker's IPv6 address reaches only the real host" \
+  body_is "origin says hello to listed.airlock.test" \
+  sbx_curl -6 --resolve "listed.airlock.test:443:[$ATTACKER_IP6]" https://listed.airlock.test/
+expect "  logged as dst_mismatch" line event=connect session=v6-sandbox name=listed.airlock.test \
+  reason=dst_mismatch "dst=[$ATTACKER_IP6]:443"
+expect_not "no SNI to a bare IPv6 address is refused" sbx_curl -6 -k "https://[$ATTACKER_IP6]/"
+expect "  logged as no_name" line event=connect session=v6-sandbox "dst=[$ATTACKER_IP6]:443" reason=no_name
+expect "plain HTTP over IPv6 with an unlisted Host gets 403" \
+  bash -c '[[ $(ip netns exec "$0" curl -s -o /dev/null -w "%{http_code}" --max-time 10 -H "Host: unlisted.airlock.test" "http://[$1]/") == 403 ]]' \
+  "$SBX" "$ORIGIN_IP6"
+expect "the attacker's origin saw no request at all" test ! -s "$W/attacker-access.log"
+check_summary

@@ -10,6 +10,10 @@ int run_ca_command(args a);
 int run_nft_rules_command(args a);
 int run_explain_command(args a);
 int run_suggest_command(args a);
+int run_run_command(args a);
+int run_gc_command(args a);
+int run_attach_command(args a);
+int run_detach_command(args a);
 
 namespace {
 
@@ -127,6 +131,106 @@ Exit status: 0 when the session has lines in the log, 1 when it has none, 2 for 
 arguments or a log that cannot be read.
 )";
 
+constexpr std::string_view run_help = R"(Usage: airlock run [OPTIONS] -- CMD [ARG...]
+
+Runs CMD in a fresh sandbox whose only way to the network is airlock: its own network
+namespace behind a veth pair, the gateway's nft table sending DNS to airlock's DNS server
+and every TCP connection to its proxy, everything else dropped (no forwarding, no other
+port of this host, no IPv6: it is disabled inside). Registers a session with the daemon
+on --control, or, when none answers there, starts an embedded daemon for this sandbox
+alone (and says so). CMD runs under bubblewrap: the system read-only, private /tmp and
+/run, an empty $HOME, the working directory read-write, no host sockets, a new PID
+namespace, no capabilities, and only allowlisted environment variables (PATH, HOME,
+USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TERM, COLORTERM, TZ, NO_COLOR).
+CMD owns stdout; airlock's lines (the session id, then a summary with 'airlock explain
+ID') go to stderr. Everything outside --rw directories is gone when CMD ends; so are
+the namespace, the veth, the nft table and the cgroups, also when CMD is killed.
+Ctrl-C, SIGTERM, SIGHUP and SIGQUIT are passed on to CMD; a second one kills it.
+
+Session:
+  -c, --config FILE   policy file for an embedded daemon (a running daemon keeps its own)
+      --control PATH  the daemon's control socket (default /run/airlock/control.sock)
+      --log FILE      decision log of an embedded daemon (default: the config's)
+      --policy NAME   the policy for this sandbox (default: the daemon's default policy)
+      --allow HOST[:PORT]  also allow HOST (repeatable)
+      --session ID    the session id (default: the daemon picks one)
+      --label K=V     a label on the session and its log lines (repeatable)
+Filesystem:
+      --rw DIR        share DIR read-write (repeatable)
+      --ro DIR        share DIR read-only, e.g. --ro ~/.gitconfig (repeatable)
+      --ro-cwd        share the working directory read-only
+      --copy-cwd      work on a disposable copy of the working directory
+      --no-cwd        share no working directory; CMD starts in the empty $HOME
+Resources (cgroups; a limit that cannot be installed stops the run):
+      --memory SIZE   memory limit, e.g. 512M, 2G (no swap beyond it)
+      --pids N        limit on processes and threads (bwrap's own two count)
+      --cpus N        CPU time, e.g. 0.5 or 2
+      --timeout DUR   SIGTERM after DUR (90s, 5m, 1h30m), SIGKILL 2s later
+Environment:
+      --env VAR       pass VAR from airlock's environment (repeatable); VAR=VALUE sets it.
+                      Nothing else passes: SSH_AUTH_SOCK, AWS_*, GITHUB_TOKEN... stay out
+Network:
+      --pool CIDR     sandbox address pool, one /30 each (default 198.18.0.0/15)
+  -h, --help          this text
+
+Exit status: CMD's (128+N when signal N ended it); 124 when --timeout ended it; 125 when
+the sandbox could not be set up (the message names the step; CMD never started) or the
+options are wrong; 126 when CMD is not executable; 127 when CMD is not found.
+Needs root (network namespaces, nftables, cgroups) and bubblewrap.
+)";
+
+constexpr std::string_view gc_help = R"(Usage: airlock gc [--dry-run]
+
+Removes what an 'airlock run' left behind when it was killed before it could clean up
+(kill -9, a crash): its cgroups and any process still in them, the nft table and veth in
+the gateway namespace, the /run/netns/airlock-ID pin, a --copy-cwd copy, and its session
+in the daemon. Reads the records under /run/airlock/sandboxes; a sandbox whose airlock
+is still running is never touched, and neither is an attachment whose namespace exists
+('airlock detach' removes those).
+
+Options:
+      --dry-run       list what would be removed
+  -h, --help          this text
+
+Exit status: 0 when everything found was removed (or there was nothing), 1 otherwise.
+)";
+
+constexpr std::string_view attach_help = R"(Usage: airlock attach --netns PATH|NAME [--policy NAME] [OPTIONS]
+
+Puts a network namespace made by someone else (podman, containerd, a Kubernetes pod)
+behind airlock: a veth pair into it ('airlock0', an address from the pool), its default
+route through this host, IPv6 off, a guard table inside it that drops every packet not
+leaving through airlock0 (and sends DNS to airlock), and here the same gateway table as
+'airlock run' installs. The session is registered with the daemon on --control and
+stays until 'airlock detach'. The guard holds as long as the workload lacks
+CAP_NET_ADMIN in its namespace (containers' default).
+
+Options:
+      --netns PATH|NAME   the namespace: a path (/proc/PID/ns/net) or a name under /run/netns
+      --control PATH      the daemon's control socket (default /run/airlock/control.sock)
+      --policy NAME       the policy for the namespace (default: the daemon's default)
+      --allow HOST[:PORT] also allow HOST (repeatable)
+      --session ID        the session id (default: the daemon picks one)
+      --label K=V         a label on the session (repeatable)
+      --pool CIDR         address pool (default 198.18.0.0/15)
+  -h, --help              this text
+
+Exit status: 0 attached (the session id is printed), 1 when a step failed (everything
+done until then is undone), 2 for bad arguments.
+)";
+
+constexpr std::string_view detach_help = R"(Usage: airlock detach --netns PATH|NAME
+
+Undoes 'airlock attach': ends the session, removes the guard table, the veth pair and
+the gateway table, and puts the namespace's previous default routes back.
+
+Options:
+      --netns PATH|NAME   the namespace given to 'airlock attach'
+  -h, --help              this text
+
+Exit status: 0 detached, 1 when a step failed, 2 for bad arguments or no attachment.
+)";
+
 constexpr command table[] = {
     {"daemon", "run the proxy and DNS server", daemon_help, run_daemon_command},
     {"check", "validate a policy file", check_help, run_check_command},
@@ -135,6 +239,10 @@ constexpr command table[] = {
     {"nft-rules", "print the gateway nftables rules for a sandbox interface", nft_rules_help, run_nft_rules_command},
     {"explain", "tell a session's story from the decision log", explain_help, run_explain_command},
     {"suggest", "suggest the policy a session needed, from the decision log", suggest_help, run_suggest_command},
+    {"run", "run a command in a sandbox whose only way out is airlock", run_help, run_run_command},
+    {"gc", "remove what killed 'airlock run's left behind", gc_help, run_gc_command},
+    {"attach", "put someone else's network namespace behind airlock", attach_help, run_attach_command},
+    {"detach", "undo 'airlock attach'", detach_help, run_detach_command},
 };
 
 }  // namespace

@@ -63,19 +63,27 @@ step_result undo_inside(const sandbox_record& r, int target_fd) {
 
 }  // namespace
 
-std::string guard_ruleset(const std::string& table, const std::string& iface, const std::string& gateway_ip) {
+std::string guard_ruleset(const std::string& table, const std::string& iface, const std::string& gateway_ip,
+                          const std::string& address) {
   const std::string out = "oifname \"" + iface + "\"";
   // The workload may only send through airlock0 (IPv4: airlock0 has no IPv6) or to
-  // itself on lo; its DNS, whatever server resolv.conf names, goes to the gateway, where
-  // the gateway table hands it to airlock's DNS. Nothing is forwarded.
+  // itself on lo. Its DNS, whatever server resolv.conf names, goes to the gateway, where
+  // the gateway table hands it to airlock's DNS; such a packet chose its source address
+  // for its original route, so it leaves with airlock0's (the session is keyed by it).
+  // The filter sits in postrouting, not output: output sees the device chosen before the
+  // DNS rewrite rerouted the packet. Nothing is forwarded.
   return "table inet " + table + " {\n" +
          "  chain dns {\n"
          "    type nat hook output priority -100; policy accept;\n"
          "    oifname != \"lo\" udp dport 53 dnat ip to " + gateway_ip + "\n" +
          "    oifname != \"lo\" tcp dport 53 dnat ip to " + gateway_ip + "\n" +
          "  }\n"
-         "  chain output {\n"
-         "    type filter hook output priority filter; policy drop;\n"
+         "  chain source {\n"
+         "    type nat hook postrouting priority srcnat; policy accept;\n"
+         "    " + out + " ip saddr != " + address + " snat ip to " + address + "\n" +
+         "  }\n"
+         "  chain egress {\n"
+         "    type filter hook postrouting priority filter; policy drop;\n"
          "    oifname \"lo\" accept\n"
          "    " + out + " meta nfproto ipv4 accept\n" +
          "  }\n"
@@ -148,7 +156,7 @@ boost::system::result<sandbox_record, std::string> attach(const attach_options& 
     def.gateway = gateway;
     def.oif = *i;
     if (auto a = nl->add_route(def); !a) return a.error();
-    return nft_run(guard_ruleset(r.guard_table, inner_iface, r.gateway_ip));
+    return nft_run(guard_ruleset(r.guard_table, inner_iface, r.gateway_ip, r.sandbox_ip));
   });
   for (const auto& old : saved) r.saved_routes.push_back(old.gateway.to_string() + " " + std::to_string(old.oif));
   if (auto s = store.save(r); !s) return undo("state", s.error());
@@ -173,7 +181,8 @@ boost::system::result<sandbox_record, std::string> attach(const attach_options& 
   req.policy = o.policy;
   req.allow = o.allow;
   req.labels = o.labels;
-  req.netns = o.netns;
+  // The daemon wants a path (it opens the namespace to attribute connections to processes).
+  req.netns = o.netns.find('/') == std::string::npos ? std::string(netns_dir) + "/" + o.netns : o.netns;
   auto id = daemon.register_session(req);
   if (!id) return undo("session", id.error());
   session_made = true;

@@ -26,7 +26,8 @@ struct attach_options {
 };
 
 // The guard table inside the attached namespace (pure; unit-tested on its text).
-std::string guard_ruleset(const std::string& table, const std::string& iface, const std::string& gateway_ip);
+std::string guard_ruleset(const std::string& table, const std::string& iface, const std::string& gateway_ip,
+                          const std::string& address);
 
 // Attaches; on failure undoes every step already done. Returns the record (session id,
 // addresses) on success.

@@ -57,18 +57,7 @@ struct layout {
   std::optional<v1> memory, pids, cpu;
 };
 
-// `ip netns exec` remounts /sys for its namespace, which hides /sys/fs/cgroup. The
-// hierarchies are still there, in pid 1's mount namespace: when ours shows none, they
-// are read from pid 1's mount table and reached through /proc/1/root.
-layout read_layout_from(const fs::path& mountinfo, const fs::path& prefix);
-
 layout read_layout() {
-  auto l = read_layout_from("/proc/self/mountinfo", "");
-  if (l.v2_mount.empty() && !l.memory && !l.pids && !l.cpu) l = read_layout_from("/proc/1/mountinfo", "/proc/1/root");
-  return l;
-}
-
-layout read_layout_from(const fs::path& mountinfo, const fs::path& prefix) {
   layout l;
   // /proc/self/cgroup: "0::/path" (v2) and "N:memory:/path" or "N:cpu,cpuacct:/path" (v1).
   std::map<std::string, std::string> own;  // controller -> path
@@ -84,13 +73,12 @@ layout read_layout_from(const fs::path& mountinfo, const fs::path& prefix) {
     }
   }
   // /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPEROPTS".
-  std::istringstream in(read_text(mountinfo));
+  std::istringstream in(read_text("/proc/self/mountinfo"));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string id, parent, dev, root, point;
     f >> id >> parent >> dev >> root >> point;
-    if (!prefix.empty()) point = prefix.string() + point;
     const auto dash = line.find(" - ");
     if (dash == std::string::npos) continue;
     std::istringstream tail(line.substr(dash + 3));
@@ -141,11 +129,15 @@ boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& 
       out = v1->own / ("airlock-" + id);
       return {};
     }
-    std::string why = l.v2_mount.empty()    ? "no cgroup v2 hierarchy is mounted"
+    // `ip netns exec` remounts /sys for its namespace, which hides /sys/fs/cgroup.
+    const bool none = l.v2_mount.empty() && !l.memory && !l.pids && !l.cpu;
+    std::string why = none ? "no cgroup hierarchy is mounted here (under 'ip netns exec', which remounts /sys, "
+                             "use 'nsenter --net=/run/netns/NAME airlock run ...' instead)"
+                      : l.v2_mount.empty()  ? "no cgroup v2 hierarchy is mounted"
                       : plan.v2.empty()     ? "cgroup v2 at " + l.v2_mount.string() + " is not writable"
                                             : "cgroup v2 at " + l.v2_mount.string() + " has no " + std::string(controller) +
                                               " controller";
-    if (!v1) why += ", and no cgroup v1 hierarchy has it either";
+    if (!v1 && !none) why += ", and no cgroup v1 hierarchy has it either";
     return fail<void>("cannot install the " + std::string(controller) + " limit: " + why +
                       "; run as root on a host with cgroup v2 (or v1 " + std::string(controller) +
                       ") mounted read-write, or drop --memory/--pids/--cpus");

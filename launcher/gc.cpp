@@ -34,7 +34,7 @@ bool ours(const sandbox_record& r, std::string& why) {
     return false;
   }
   for (const auto& c : r.cgroups)
-    if (!(c.starts_with("/sys/fs/cgroup/") || c.starts_with("/proc/1/root/sys/fs/cgroup/")) ||
+    if (!c.starts_with("/sys/fs/cgroup/") ||
         (fs::path(c).filename() != r.id && fs::path(c).filename() != "airlock-" + r.id)) {
       why = "cgroup " + c + " is not airlock's";
       return false;

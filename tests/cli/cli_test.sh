@@ -95,5 +95,24 @@ check "suggest: the output with 'version: 1' in front passes airlock check" 0 '^
 check "suggest: a session the log does not have exits 1" 1 "no line for session 'nope'" -- "$AIRLOCK" suggest --log "$tmp/decisions.jsonl" nope
 check "suggest: an unreadable log exits 2" 2 'cannot open the log' -- "$AIRLOCK" suggest --log "$tmp/none.jsonl" s1
 
+
+# airlock run / gc / attach / detach: help and the errors caught before anything is set up
+# (run's own failures are 125, so that CMD's statuses stay CMD's).
+for cmd in run gc attach detach; do
+  check "airlock $cmd --help" 0 "^Usage: airlock $cmd" -- "$AIRLOCK" "$cmd" --help
+done
+check "run --help states the contract" 0 'airlock run \[OPTIONS\] -- CMD \[ARG\.\.\.\]' -- "$AIRLOCK" run --help
+check "run --help names the exit statuses" 0 '124 when --timeout' -- bash -c "$AIRLOCK run --help | tr '\n' ' '"
+check "run: no command" 125 'no command: airlock run \[OPTIONS\] -- CMD' -- "$AIRLOCK" run
+check "run: --keep-env is refused" 125 'keep-env is not offered' -- "$AIRLOCK" run --keep-env -- true
+check "run: a bad --memory names the flag" 125 "memory '12X': expected a size" -- "$AIRLOCK" run --memory 12X -- true
+check "run: a bad --timeout names the flag" 125 "timeout '5y': expected a duration" -- "$AIRLOCK" run --timeout 5y -- true
+check "run: a bad --label" 125 "label 'nokey': expected KEY=VALUE" -- "$AIRLOCK" run --label nokey -- true
+check "run: --ro-cwd and --copy-cwd exclude each other" 125 'exclude each other' -- "$AIRLOCK" run --ro-cwd --copy-cwd -- true
+check "run: CMD's options are CMD's" 125 'no command' -- "$AIRLOCK" run --
+check "attach: needs --netns" 2 'netns PATH\|NAME is required' -- "$AIRLOCK" attach
+check "detach: needs --netns" 2 'netns PATH\|NAME is required' -- "$AIRLOCK" detach
+check "gc: no arguments" 2 "unexpected argument 'now'" -- "$AIRLOCK" gc now
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -91,12 +91,15 @@ TEST_CASE("reserve hands out distinct blocks and ids, and reports a full pool") 
 }
 
 TEST_CASE("the attach guard: only airlock0 and lo may send; DNS goes to the gateway") {
-  const auto t = guard_ruleset("airlock_guard_1a2b3c4d", "airlock0", "198.18.0.1");
+  const auto t = guard_ruleset("airlock_guard_1a2b3c4d", "airlock0", "198.18.0.1", "198.18.0.2");
   CHECK(t.starts_with("table inet airlock_guard_1a2b3c4d {\n"));
-  CHECK(t.find("type filter hook output priority filter; policy drop;") != std::string::npos);
+  CHECK(t.find("type filter hook postrouting priority filter; policy drop;") != std::string::npos);
   CHECK(t.find("oifname \"lo\" accept") != std::string::npos);
   CHECK(t.find("oifname \"airlock0\" meta nfproto ipv4 accept") != std::string::npos);
   CHECK(t.find("udp dport 53 dnat ip to 198.18.0.1") != std::string::npos);
   CHECK(t.find("tcp dport 53 dnat ip to 198.18.0.1") != std::string::npos);
   CHECK(t.find("type filter hook forward priority filter; policy drop;") != std::string::npos);
+  // DNS rerouted from another interface leaves with airlock0's address, so the daemon
+  // finds the attached session by it.
+  CHECK(t.find("oifname \"airlock0\" ip saddr != 198.18.0.2 snat ip to 198.18.0.2") != std::string::npos);
 }

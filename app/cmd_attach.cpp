@@ -1,0 +1,75 @@
+// `airlock attach` and `airlock detach`: a namespace made by someone else, behind airlock.
+#include "app/cli.hpp"
+#include "core/session_api.hpp"
+#include "launcher/attach.hpp"
+
+#include <cstdio>
+
+namespace airlock::app {
+namespace {
+
+constexpr std::string_view default_control = "/run/airlock/control.sock";
+
+boost::system::result<void, std::string> end_session(const std::string& control, const std::string& session) {
+  auto client = core::connect_control(control);
+  if (!client) return client.error();
+  if (auto t = (*client)->remove_session(session); !t) return t.error();
+  return {};
+}
+
+}  // namespace
+
+int run_attach_command(args a) {
+  arg_reader r("attach", a);
+  launcher::attach_options o;
+  const auto netns = r.value("", "--netns");
+  o.control = r.value("", "--control").value_or(std::string(default_control));
+  if (auto v = r.value("", "--policy")) o.policy = *v;
+  if (auto v = r.value("", "--session")) o.session_id = *v;
+  if (auto v = r.value("", "--pool")) o.pool = *v;
+  o.allow = r.values("--allow");
+  for (const auto& l : r.values("--label")) {
+    const auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) r.fail("--label '" + l + "': expected KEY=VALUE");
+    else o.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
+  }
+  if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
+  if (!netns) r.fail("--netns PATH|NAME is required");
+  if (r.failed()) return r.usage_error();
+  o.netns = *netns;
+  // An attachment outlives this command, so it needs a daemon that does too: no embedded one.
+  auto daemon = core::connect_control(o.control);
+  if (!daemon) {
+    std::fprintf(stderr, "airlock attach: no daemon at %s: %s; start 'airlock daemon' with a control socket first\n",
+                 o.control.c_str(), daemon.error().c_str());
+    return exit_error;
+  }
+  auto rec = launcher::attach(o, **daemon);
+  if (!rec) {
+    std::fprintf(stderr, "airlock attach: %s; nothing was left attached\n", rec.error().c_str());
+    return exit_error;
+  }
+  std::printf("%s\n", rec->session.c_str());
+  std::fprintf(stderr, "airlock: attached %s as session %s (address %s, gateway %s); 'airlock detach --netns %s' undoes it\n",
+               o.netns.c_str(), rec->session.c_str(), rec->sandbox_ip.c_str(), rec->gateway_ip.c_str(), o.netns.c_str());
+  return exit_ok;
+}
+
+int run_detach_command(args a) {
+  arg_reader r("detach", a);
+  const auto netns = r.value("", "--netns");
+  if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
+  if (!netns) r.fail("--netns PATH|NAME is required");
+  if (r.failed()) return r.usage_error();
+  std::vector<std::string> warnings;
+  auto rec = launcher::detach(*netns, end_session, &warnings);
+  for (const auto& w : warnings) std::fprintf(stderr, "airlock detach: %s\n", w.c_str());
+  if (!rec) {
+    std::fprintf(stderr, "airlock detach: %s\n", rec.error().c_str());
+    return rec.error().find("is not attached") != std::string::npos ? exit_usage : exit_error;
+  }
+  std::fprintf(stderr, "airlock: detached %s (session %s)\n", netns->c_str(), rec->session.c_str());
+  return exit_ok;
+}
+
+}  // namespace airlock::app

@@ -1,0 +1,95 @@
+// `airlock run`: reads the options, picks the daemon (the one on --control, else an
+// embedded one) and hands over to launcher::run_sandbox.
+#include "app/cli.hpp"
+#include "core/session_api.hpp"
+#include "launcher/sandbox.hpp"
+#include "launcher/units.hpp"
+#include "policy/config.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace airlock::app {
+namespace {
+
+constexpr std::string_view default_control = "/run/airlock/control.sock";
+
+// The CA to offer CMD when the embedded daemon's config inspects some rule's TLS.
+std::optional<std::filesystem::path> inspection_ca(const std::optional<std::string>& config) {
+  if (!config) return std::nullopt;
+  auto c = policy::load_config_file(*config);
+  if (!c || c->inspection.ca_dir.empty()) return std::nullopt;
+  for (const auto& p : c->policies)
+    for (const auto& rule : p.allow)
+      if (rule.inspect) return std::filesystem::path(c->inspection.ca_dir) / "ca.crt";
+  return std::nullopt;
+}
+
+}  // namespace
+
+int run_run_command(args a) {
+  arg_reader r("run", a);
+  launcher::run_options o;
+  const auto config = r.value("-c", "--config");
+  const auto log = r.value("", "--log");
+  const auto control = r.value("", "--control").value_or(std::string(default_control));
+  if (auto v = r.value("", "--policy")) o.policy = *v;
+  if (auto v = r.value("", "--session")) o.session_id = *v;
+  o.allow = r.values("--allow");
+  for (const auto& l : r.values("--label")) {
+    const auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) r.fail("--label '" + l + "': expected KEY=VALUE");
+    else o.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
+  }
+  for (const auto& d : r.values("--ro")) o.ro.emplace_back(d);
+  for (const auto& d : r.values("--rw")) o.rw.emplace_back(d);
+  const bool ro_cwd = r.flag("--ro-cwd"), copy_cwd = r.flag("--copy-cwd"), no_cwd = r.flag("--no-cwd");
+  if (static_cast<int>(ro_cwd) + static_cast<int>(copy_cwd) + static_cast<int>(no_cwd) > 1)
+    r.fail("--ro-cwd, --copy-cwd and --no-cwd exclude each other");
+  o.cwd = ro_cwd ? launcher::cwd_mode::read_only
+          : copy_cwd ? launcher::cwd_mode::copy
+          : no_cwd   ? launcher::cwd_mode::none
+                     : launcher::cwd_mode::read_write;
+  auto quantity = [&](std::string_view flag, auto parse, auto& out) {
+    if (auto v = r.value("", flag)) {
+      auto p = parse(*v);
+      if (p) out = *p;
+      else r.fail(std::string(flag) + " " + p.error());
+    }
+  };
+  quantity("--memory", launcher::parse_size, o.limits.memory_bytes);
+  quantity("--pids", [](std::string_view t) { return launcher::parse_count(t, 8, 4194304); }, o.limits.pids);
+  quantity("--cpus", launcher::parse_cpus, o.limits.cpus);
+  quantity("--timeout", launcher::parse_duration, o.timeout);
+  o.env = r.values("--env");
+  if (auto v = r.value("", "--pool")) o.pool = *v;
+  if (r.flag("--keep-env")) r.fail("--keep-env is not offered (it would hand every secret to CMD); name each variable with --env VAR");
+  o.command = r.positionals();
+  if (!r.failed() && o.command.empty()) r.fail("no command: airlock run [OPTIONS] -- CMD [ARG...]");
+  if (r.failed()) {
+    r.usage_error();
+    return launcher::exit_setup_failed;  // CMD's statuses are ours to pass on: 2 could be CMD's
+  }
+  o.ca_certificate = inspection_ca(config);
+
+  auto open_daemon = [&](const boost::asio::ip::address_v4& gateway)
+      -> boost::system::result<launcher::daemon_link, std::string> {
+    auto client = core::connect_control(control);
+    if (client) {
+      if (config) std::fprintf(stderr, "airlock: using the daemon at %s; -c %s applies to embedded runs only\n",
+                               control.c_str(), config->c_str());
+      return launcher::daemon_link{std::move(*client), "the daemon at " + control, control};
+    }
+    std::fprintf(stderr, "airlock: %s; starting an embedded daemon for this sandbox\n", client.error().c_str());
+    core::embedded_options eo;
+    if (config) eo.config_path = *config;
+    if (log) eo.decisions_log = *log;
+    eo.listen_address = gateway;
+    auto embedded = core::start_embedded(eo);
+    if (!embedded) return "start an embedded daemon: " + embedded.error();
+    return launcher::daemon_link{std::move(*embedded), "an embedded daemon", ""};
+  };
+  return launcher::run_sandbox(o, open_daemon);
+}
+
+}  // namespace airlock::app

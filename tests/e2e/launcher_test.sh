@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# `airlock run`, `airlock gc`, `airlock attach`/`detach` end to end. The world's gateway
+# namespace plays the host: the daemon runs there with a control socket in the test's
+# directory, and every `airlock run` starts there too (through nsenter, which keeps
+# /sys/fs/cgroup visible; `ip netns exec` remounts /sys). Sandboxes get addresses from
+# 198.18.0.0/15 inside that namespace only. Checked: allowed and denied traffic, what the
+# filesystem and environment hide, limits, exit statuses, signals, isolation between two
+# sandboxes and from the gateway, the embedded daemon, and that nothing (namespace, veth,
+# nft table, cgroup, record) is left after runs, kills, a killed airlock (then gc) and
+# 100 runs in a row.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+WORLD_RECORDS="allowed.airlock.test 203.0.113.10
+only-a.airlock.test 203.0.113.10
+denied.airlock.test 203.0.113.66"
+WORLD_CERT_NAMES="allowed.airlock.test only-a.airlock.test denied.airlock.test"
+source "$here/lib/world.sh"
+source "$here/lib/check.sh"
+for tool in bwrap nsenter; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }
+done
+world_up
+
+# The daemon: the world's policy for the world's sandbox, plus "closed" (nothing allowed)
+# for launched sandboxes, whose sessions add their own --allow.
+cat >"$W/airlock.yaml" <<YAML
+version: 1
+listen:
+  proxy: 0.0.0.0:15001
+  dns: 0.0.0.0:15053
+  control: $W/control.sock
+upstream_dns: [$DNS_IP]
+log:
+  decisions: $W/decisions.jsonl
+policies:
+  sandbox:
+    allow:
+      - host: allowed.airlock.test
+  closed:
+    allow:
+      - host: nothing.airlock.test
+sessions:
+  - id: world-sandbox
+    source: 198.51.100.0/24
+    policy: sandbox
+default_policy: closed
+YAML
+world_start_airlock -c "$W/airlock.yaml"
+for _ in $(seq 100); do [[ -S $W/control.sock ]] && break; sleep 0.05; done
+
+# A service on the gateway that no sandbox may reach (stands for ssh, admin, metrics).
+ip netns exec "$GW" timeout 170 python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 9901)); s.listen(16)
+while True:
+    c, _ = s.accept(); c.sendall(b"gateway-secret\n"); c.close()
+' &
+WORLD_PIDS+=($!)
+world_wait_listen "$GW" t 9901
+# A UDP echo in the "internet", for the check that UDP other than DNS goes nowhere.
+ip netns exec "$NET" timeout 170 python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("203.0.113.10", 7777))
+while True:
+    d, a = s.recvfrom(64); s.sendto(d, a)
+' &
+WORLD_PIDS+=($!)
+world_wait_listen "$NET" u 7777
+
+# A project directory to work in, a home full of secrets, and host sockets of the kinds
+# a sandbox must not see.
+mkdir -p "$W/proj" "$W/home/.ssh"
+echo "PRIVATE KEY" >"$W/home/.ssh/id_ed25519"
+echo "original" >"$W/proj/file.txt"
+HOST_SOCK=/run/airlock-e2e-$P.sock
+python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(170)' "$HOST_SOCK" &
+WORLD_PIDS+=($!)
+trap 'rm -f "$HOST_SOCK"; world_down' EXIT
+cd "$W/proj"
+
+# airlock run in the gateway namespace, against the daemon, with the test CA readable;
+# exported, so `bash -c '...'` checks can use it too.
+run() { nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --control "$W/control.sock" --ro "$W/ca.crt" "$@"; }
+export -f run
+export W GW AIRLOCK
+in_curl=(curl -sS --max-time 10 --cacert "$W/ca.crt")
+session_of() { sed -n 's/^airlock: session \([^ ]*\) started.*/\1/p' "$1" | head -1; }
+# The pid of the airlock process running CMD (a background `run` is a subshell around it).
+airlock_pid() { pgrep -f -- "run --control $W/control.sock .*$1" | head -1; }
+# Waits (bounded) until a process matching `pgrep -f PATTERN` exists.
+wait_for_process() { for _ in $(seq 100); do pgrep -f -- "$1" >/dev/null && return 0; sleep 0.05; done; world_log "no process $1"; }
+
+# What airlock leaves in the system, one number per kind.
+leftovers() {
+  local netns veth nft cg state
+  netns=$(find /run/netns -maxdepth 1 -name 'airlock-*' | wc -l)
+  veth=$(ip -n "$GW" -o link show | grep -c ': airlock[0-9a-f]\{8\}[@:]' || true)
+  nft=$(ip netns exec "$GW" nft list tables | grep -c 'airlock_[0-9a-f]\{8\}$' || true)
+  cg=$( (find /sys/fs/cgroup/*/airlock -mindepth 1 -maxdepth 1 -type d 2>/dev/null; find /sys/fs/cgroup -maxdepth 5 -type d -name 'airlock-*' 2>/dev/null) | wc -l)
+  state=$(find /run/airlock/sandboxes -name '*.state' 2>/dev/null | wc -l)
+  echo "netns=$netns veth=$veth nft=$nft cgroup=$cg state=$state"
+}
+baseline=$(leftovers)
+world_log "before: $baseline"
+
+# 1. Traffic: an allowed name works, a denied one does not, and both are in the session.
+expect "allowed https works inside airlock run" body_is "origin says hello to only-a.airlock.test" \
+  run --policy closed --allow only-a.airlock.test -- "${in_curl[@]}" https://only-a.airlock.test/
+run --policy closed --allow only-a.airlock.test -- "${in_curl[@]}" https://denied.airlock.test/ >"$W/denied.out" 2>"$W/denied.err" && st=0 || st=$?
+expect "a denied name fails inside airlock run (curl's exit status is airlock's)" test "$st" -eq 6
+sid=$(session_of "$W/denied.err")
+expect "  the session id is printed at the start, on stderr" test -n "$sid"
+expect "  its DNS query was denied in that session" line event=dns session="$sid" name=denied.airlock.test verdict=deny
+expect "  the summary names the counts and the hint" \
+  grep -q "^airlock: session $sid ended after .*exit 6; .* DNS queries; details: airlock explain $sid\$" "$W/denied.err"
+expect "  CMD's stdout carries nothing of airlock's" test ! -s "$W/denied.out"
+expect_not "the default policy of the daemon gives nothing to a sandbox without --allow" \
+  run --policy closed -- "${in_curl[@]}" https://allowed.airlock.test/
+expect "an address (no name) is refused by the proxy" body_is 403 \
+  run --policy closed -- curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://203.0.113.66/
+cat >"$W/proj/udp_probe.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+s.sendto(b"ping", ("203.0.113.10", 7777))
+print(s.recvfrom(16)[0].decode())
+PY
+expect "  (a UDP echo in the world answers the gateway)" body_is ping ip netns exec "$GW" python3 "$W/proj/udp_probe.py"
+expect_not "UDP other than DNS does not leave a sandbox" run -- python3 udp_probe.py
+
+# 2. The gateway itself: its other ports, its control socket, its loopback.
+cat >"$W/proj/gw_probe.sh" <<'SH'
+gw=$(awk '/^nameserver/{print $2}' /etc/resolv.conf)
+curl -s --max-time 10 -o /dev/null -w '%{http_code}' "http://$gw:$1/"
+SH
+expect "the gateway's other TCP ports are not reachable: the proxy answers 403 instead" body_is 403 run -- sh gw_probe.sh 9901
+expect "  the attempt was judged by the proxy, not served" line event=connect dst~=:9901 verdict=deny
+expect "the control socket is not in the sandbox" run -- test ! -e "$W/control.sock"
+expect "IPv6 is disabled in the sandbox" body_is 1 run -- cat /proc/sys/net/ipv6/conf/all/disable_ipv6
+expect "the workload has no capabilities (no CAP_NET_ADMIN)" \
+  run -- sh -c 'grep -q "^CapEff:[[:space:]]*0000000000000000$" /proc/self/status && ! ip link set eth0 down 2>/dev/null'
+expect "resolv.conf points at the gateway" run -- grep -q '^nameserver 198\.1[89]\.' /etc/resolv.conf
+expect "only stdin, stdout and stderr are inherited (no daemon or control sockets)" \
+  body_is "0 1 2 3" run -- sh -c 'ls /proc/self/fd | sort -n | tr "\n" " " | sed "s/ $//"'
+
+# 3. Filesystem and environment.
+expect "the home directory is empty: ~/.ssh is not there" body_is "end" run -- sh -c 'ls -A "$HOME"; echo end'
+expect "host sockets in /run are not there" run -- test ! -e "$HOST_SOCK"
+expect "/run, /var/tmp and /tmp are empty tmpfs (but for what is bound there: the test CA)" \
+  body_is "$(basename "$W") end" run --no-cwd -- sh -c 'ls -A /run; ls -A /var/tmp; echo $(ls -A /tmp) end'
+expect "secrets in the parent's environment are not passed" body_is "end" \
+  env AWS_SECRET_ACCESS_KEY=s1 GITHUB_TOKEN=s2 NPM_TOKEN=s3 SSH_AUTH_SOCK="$HOST_SOCK" GOOGLE_X=s4 AZURE_Y=s5 \
+  bash -c "run -- sh -c 'env | grep -E \"^(AWS_|GITHUB_TOKEN|NPM_TOKEN|SSH_AUTH_SOCK|GOOGLE_|AZURE_)\"; echo end'"
+expect "  unless named with --env" body_is "GITHUB_TOKEN=s2" \
+  env GITHUB_TOKEN=s2 NPM_TOKEN=s3 bash -c "run --env GITHUB_TOKEN -- env | grep -E '^(GITHUB|NPM)_TOKEN='"
+expect "the working directory is read-write by default" run -- sh -c 'echo changed >file.txt'
+expect "  and the change is there afterwards" body_is changed cat "$W/proj/file.txt"
+echo original >"$W/proj/file.txt"
+expect_not "--ro-cwd: the working directory is read-only" run --ro-cwd -- sh -c 'echo changed >file.txt'
+expect "--copy-cwd: the copy can be written" body_is changed run --copy-cwd -- sh -c 'echo changed >file.txt; cat file.txt'
+expect "  and the original is untouched" body_is original cat "$W/proj/file.txt"
+expect "  and the copy is gone" test -z "$(find /var/tmp -maxdepth 1 -name 'airlock-copy-*')"
+expect "/tmp written in one run is gone in the next" bash -c "run -- sh -c 'echo x >/tmp/left' && run -- test ! -e /tmp/left"
+(cd "$W/home" && nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --control "$W/control.sock" -- true) \
+  2>"$W/refuse.err" && st=0 || st=$?
+expect "running from \$HOME is refused (it would share ~/.ssh), with status 125" test "$st" -eq 125
+expect "  and says what to do" grep -q 'is your home directory or contains it.*--no-cwd; CMD was not started' "$W/refuse.err"
+
+# 4. Exit statuses, limits, timeout, signals.
+expect "CMD's exit status is airlock's" bash -c "run -- sh -c 'exit 7'; test \$? -eq 7"
+expect "a CMD killed by a signal gives 128+N" bash -c "run -- sh -c 'kill -TERM \$\$'; test \$? -eq 143"
+expect "a missing CMD gives 127, and nothing is set up" bash -c "run -- no-such-command-here; test \$? -eq 127"
+run --memory 64M -- python3 -c 'a = bytearray(512 * 1024 * 1024); print("got it")' >"$W/mem.out" 2>"$W/mem.err" && st=0 || st=$?
+expect "--memory: a process past the limit is killed (137)" test "$st" -eq 137
+expect "  and the summary says which limit" grep -q 'stopped by the memory limit (64 MiB), exit 137' "$W/mem.err"
+run --pids 16 -- python3 -c '
+import os, time
+for i in range(64):
+    if os.fork() == 0:
+        time.sleep(3); os._exit(0)
+' >"$W/pids.out" 2>"$W/pids.err" && st=0 || st=$?
+expect "--pids: forking past the limit fails" test "$st" -ne 0
+expect "  and the summary says which limit" grep -q 'stopped by the pids limit (16)' "$W/pids.err"
+start=$(date +%s)
+run --timeout 1s -- sleep 30 2>"$W/timeout.err" && st=0 || st=$?
+took=$(( $(date +%s) - start ))
+expect "--timeout: CMD is stopped, status 124" test "$st" -eq 124
+expect "  within the timeout plus the grace period" test "$took" -le 6
+expect "  and the summary says so" grep -q 'timed out (--timeout 1s), exit 124' "$W/timeout.err"
+expect "--timeout kills the whole tree, also what ignores SIGTERM" \
+  bash -c "run --timeout 1s -- sh -c 'trap \"\" TERM; sleep 3010 & wait'; test \$? -eq 124 && ! pgrep -f '^sleep 3010\$'"
+expect "--cpus is installed" run --cpus 0.5 -- true
+
+# SIGTERM to airlock is passed on to CMD, which may clean up; airlock exits with its status.
+run -- sh -c 'trap "echo got-term; exit 42" TERM; sleep 3011 & wait' >"$W/term.out" 2>"$W/term.err" &
+apid=$!
+wait_for_process '^sleep 3011$'
+kill -TERM "$(airlock_pid 'sleep 3011')"
+wait "$apid" && st=0 || st=$?
+expect "SIGTERM is forwarded to CMD, and CMD's status returned" test "$st" -eq 42
+expect "  CMD saw it" grep -q got-term "$W/term.out"
+expect "nothing is left after those runs" test "$(leftovers)" = "$baseline"
+
+# 5. kill -9 of CMD: airlock notices, reports 137, removes everything.
+run -- sleep 3001 2>"$W/k9.err" &
+apid=$!
+wait_for_process '^sleep 3001$'
+expect "while it runs, its pieces exist" test "$(leftovers)" != "$baseline"
+kill -9 "$(pgrep -f '^sleep 3001$')"
+wait "$apid" && st=0 || st=$?
+expect "kill -9 of CMD: airlock exits 137" test "$st" -eq 137
+expect "  and nothing is left (netns, veth, nft table, cgroup, record)" test "$(leftovers)" = "$baseline"
+run --memory 128M --pids 64 -- sleep 3002 2>"$W/k9b.err" &
+apid=$!
+wait_for_process '^sleep 3002$'
+kill -9 "$(pgrep -f '^sleep 3002$')"
+wait "$apid" || true
+expect "  also with cgroups (limits)" test "$(leftovers)" = "$baseline"
+
+# 6. kill -9 of airlock itself: the workload dies with it; gc removes the rest.
+run --memory 128M -- sleep 3003 2>"$W/crash.err" &
+apid=$!
+wait_for_process '^sleep 3003$'
+crash_sid=$(session_of "$W/crash.err")
+kill -9 "$(airlock_pid 'sleep 3003')"
+wait "$apid" || true
+for _ in $(seq 50); do pgrep -f '^sleep 3003$' >/dev/null || break; sleep 0.1; done
+expect "kill -9 of airlock: CMD dies with it" bash -c "! pgrep -f '^sleep 3003\$'"
+expect "  leftovers remain" test "$(leftovers)" != "$baseline"
+expect "airlock gc --dry-run lists it" bash -c "$AIRLOCK gc --dry-run | grep -q 'would remove'"
+expect "airlock gc removes them (from the root namespace)" bash -c "$AIRLOCK gc | tee /dev/stderr | grep -q 'removed .*nft table.*veth'"
+expect "  nothing is left" test "$(leftovers)" = "$baseline"
+expect "  and the session was ended in the daemon" line event=session session="$crash_sid" action=close
+expect "a second gc has nothing to do" bash -c "$AIRLOCK gc | grep -q 'nothing to remove'"
+
+# 7. Two sandboxes at once: A serves HTTP on its address and may reach only-a; B may
+#    reach neither.
+cat >"$W/proj/a.sh" <<SH
+python3 -m http.server 8080 2>a.log >/dev/null &
+sleep 0.5
+curl -s -o /dev/null --max-time 5 http://127.0.0.1:8080/   # A's own request: one log line
+curl -sS --max-time 10 --cacert $W/ca.crt https://only-a.airlock.test/ >a.out
+sleep 6
+kill %1
+SH
+run --policy closed --allow only-a.airlock.test -- sh a.sh 2>"$W/a.err" &
+apid=$!
+for _ in $(seq 100); do grep -q started "$W/a.err" 2>/dev/null && break; sleep 0.05; done
+a_ip=$(sed -n 's/.*started (sandbox \([0-9.]*\),.*/\1/p' "$W/a.err")
+sleep 1.5
+expect "A reaches its allowed name" body_is "origin says hello to only-a.airlock.test" cat "$W/proj/a.out"
+expect "B cannot reach A's address: the proxy answers instead, 403" body_is 403 \
+  run --policy closed -- curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://$a_ip:8080/"
+run --policy closed -- "${in_curl[@]}" https://only-a.airlock.test/ 2>"$W/b.err" && st=0 || st=$?
+expect "A's allowance does not apply to B" test "$st" -ne 0
+expect "  B's attempt is denied in B's session" line event=dns session="$(session_of "$W/b.err")" name=only-a.airlock.test verdict=deny
+wait "$apid" || true
+expect "  A's server saw only A's own request" test "$(grep -c 'GET /' "$W/proj/a.log")" -eq 1
+rm -f "$W/proj/a.out" "$W/proj/a.log"
+
+# 8. The zero-config path: no daemon on --control, so an embedded one serves this sandbox.
+cat >"$W/embedded.yaml" <<YAML
+version: 1
+upstream_dns: [$DNS_IP]
+log:
+  decisions: $W/embedded.jsonl
+policies:
+  only:
+    allow:
+      - host: allowed.airlock.test
+default_policy: only
+YAML
+nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --control "$W/none.sock" -c "$W/embedded.yaml" \
+  --ro "$W/ca.crt" -- "${in_curl[@]}" https://allowed.airlock.test/ >"$W/emb.out" 2>"$W/emb.err" && st=0 || st=$?
+expect "embedded daemon: allowed https works" test "$st" -eq 0
+expect "  the body is the origin's" grep -q "origin says hello to allowed.airlock.test" "$W/emb.out"
+expect "  airlock said it started one" grep -q 'starting an embedded daemon for this sandbox' "$W/emb.err"
+expect "  its decisions are in its own log" grep -q '"name":"allowed.airlock.test"' "$W/embedded.jsonl"
+expect_not "embedded daemon: a denied name fails" \
+  nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --control "$W/none.sock" -c "$W/embedded.yaml" \
+  --ro "$W/ca.crt" -- "${in_curl[@]}" https://denied.airlock.test/
+expect "nothing is left after the embedded runs" test "$(leftovers)" = "$baseline"
+
+# 9. attach/detach: the world's sandbox namespace, made by the test like a container's.
+expect "before attach, the world's sandbox uses the world's gateway route" \
+  bash -c "ip -n $SBX route show default | grep -q 'via $GW_SBX_IP'"
+expect "airlock attach puts it behind airlock" \
+  nsenter --net="/run/netns/$GW" "$AIRLOCK" attach --netns "$SBX" --control "$W/control.sock" --policy closed \
+  --allow only-a.airlock.test
+expect "  its default route goes through airlock0" bash -c "ip -n $SBX route show default | grep -q 'dev airlock0'"
+expect "  its allowed name works (DNS through resolv.conf's server, redirected)" \
+  body_is "origin says hello to only-a.airlock.test" sbx_curl https://only-a.airlock.test/
+expect_not "  a name its policy does not allow fails" sbx_curl https://allowed.airlock.test/
+expect_not "  the old veth is no way around" world_sbx curl -sS --max-time 5 --interface "$P-s0" http://203.0.113.10/
+expect_not "attaching twice is refused" \
+  nsenter --net="/run/netns/$GW" "$AIRLOCK" attach --netns "$SBX" --control "$W/control.sock"
+expect "airlock detach undoes it" nsenter --net="/run/netns/$GW" "$AIRLOCK" detach --netns "$SBX"
+expect "  the old default route is back" bash -c "ip -n $SBX route show default | grep -q 'via $GW_SBX_IP'"
+expect "  no airlock0, no guard table" \
+  bash -c "! ip -n $SBX link show airlock0 2>/dev/null && ! ip netns exec $SBX nft list tables | grep -q airlock_guard"
+expect "  the world's path works again" body_is "origin says hello to allowed.airlock.test" sbx_curl https://allowed.airlock.test/
+expect "nothing is left after detach" test "$(leftovers)" = "$baseline"
+
+# 10. Many in a row: 100 sandboxes started and stopped leave nothing behind (bounded in time).
+loop_start=$(date +%s)
+ok=0
+for i in $(seq 100); do
+  run -- true 2>/dev/null && ok=$((ok + 1))
+  (( $(date +%s) - loop_start < 150 )) || break
+done
+world_log "$ok runs of 'airlock run -- true' in $(( $(date +%s) - loop_start )) s"
+expect "100 runs in a row all succeed" test "$ok" -eq 100
+expect "  and leave nothing behind" test "$(leftovers)" = "$baseline"
+
+check_summary

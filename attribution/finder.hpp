@@ -49,9 +49,8 @@ class finder {
 
   // Queues a lookup. `done` is called exactly once: on the worker thread, or (queue full,
   // finder shutting down) before lookup() returns. It must not throw, and not block for long:
-  // the next lookup waits for it. When
-  // `wanted` is given and returns false by the time the worker gets to the request, the work
-  // is skipped (done is still called, with "timed out").
+  // the next lookup waits for it. When `wanted` is given and returns false by the time the
+  // worker gets to the request, the work is skipped (done is still called, with "timed out").
   void lookup(std::string netns_path, const socket_key& key, completion done, still_wanted wanted = {});
 
   // Closes the sock_diag socket kept for `netns_path` (call it when the sandbox ends: an open
@@ -78,7 +77,7 @@ class finder {
   std::condition_variable wake_;
   std::deque<request> queue_;
   bool stopping_ = false;
-  std::thread worker_;
+  std::thread worker_;  // last: it starts running once everything above is built
 };
 
 // Looks up `key` in the namespace at `netns_path` on the finder's worker; completes with the

@@ -79,17 +79,13 @@ std::optional<std::string> formerr_for(std::span<const std::byte> packet) {
   return wire::build_error(*hdr, wire::rcode::formerr);
 }
 
-}  // namespace
-
-boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx,
-                                                                std::span<const std::byte> packet,
-                                                                const boost::asio::ip::address& client_address,
-                                                                std::uint16_t client_port, bool over_udp) {
-  core::decision_record rec;
-  rec.event = core::event_kind::dns;
-  rec.proto = "dns";
-  rec.client = policy::endpoint_config{client_address, client_port}.to_string();
-  emit_once guard{ctx.log, rec};
+// The query, judged and answered; `guard` holds its line.
+boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_context& ctx,
+                                                                    std::span<const std::byte> packet,
+                                                                    const boost::asio::ip::address& client_address,
+                                                                    std::uint16_t client_port, bool over_udp,
+                                                                    emit_once& guard) {
+  auto& rec = guard.record;
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
 
@@ -123,6 +119,14 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   if (!session) co_return refuse(wire::rcode::refused, reason::no_session, ede_blocked);
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
+
+  // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
+  const auto now = core::token_bucket::clock::now();
+  auto bucket = ctx.buckets.find(rec.session);
+  if (bucket == ctx.buckets.end())
+    bucket = ctx.buckets.emplace(rec.session, core::token_bucket(ctx.settings.queries_per_second, ctx.settings.burst, now)).first;
+  if (!bucket->second.take(now)) co_return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
+  // (After the rate limit: a flood must not fill the process finder's queue.)
   if (over_udp && ctx.finder && ctx.netns_of) {
     // The sandbox sent to the gateway's :53 before the redirect; that address is not
     // known here, and a resolver's socket is often unconnected anyway: match any remote.
@@ -131,13 +135,6 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
     guard.probe = attribution::probe::start(ctx.finder, ctx.netns_of(rec.session), key,
                                             co_await boost::asio::this_coro::executor);
   }
-
-  // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
-  const auto now = core::token_bucket::clock::now();
-  auto bucket = ctx.buckets.find(rec.session);
-  if (bucket == ctx.buckets.end())
-    bucket = ctx.buckets.emplace(rec.session, core::token_bucket(ctx.settings.queries_per_second, ctx.settings.burst, now)).first;
-  if (!bucket->second.take(now)) co_return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
 
   // ANY is an amplification and enumeration tool; no client airlock serves needs it.
   const auto& refused_types = ctx.settings.refused_types;
@@ -220,6 +217,28 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
     }
   }
   co_return wire::build(reply, limit);
+}
+
+}  // namespace
+
+boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx,
+                                                                std::span<const std::byte> packet,
+                                                                const boost::asio::ip::address& client_address,
+                                                                std::uint16_t client_port, bool over_udp) {
+  core::decision_record rec;
+  rec.event = core::event_kind::dns;
+  rec.proto = "dns";
+  rec.client = policy::endpoint_config{client_address, client_port}.to_string();
+  emit_once guard{ctx.log, rec};
+  auto reply = co_await judge_and_answer(ctx, packet, client_address, client_port, over_udp, guard);
+  // A denied name's reply waits for the process lookup (at most 100 ms): the asker is
+  // still there to be named, and a denial is what most needs a name. Allowed answers
+  // never wait; their lines are completed after the reply has left.
+  if (guard.probe.active() && rec.verdict != verdict::allow) {
+    rec.process_json = co_await guard.probe.json(std::chrono::milliseconds(100));
+    guard.probe = {};
+  }
+  co_return reply;
 }
 
 }  // namespace airlock::dns

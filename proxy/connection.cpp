@@ -41,7 +41,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   if (ec) co_return;  // gone before we looked: nothing reached anyone
   rec.client = text(peer);
   if (const auto over = ticket.refused(); !over.empty()) {
-    co_await refuse_over_limit(client, sniffed::kind::unknown, rec, over);
+    co_await refuse_over_limit(client, sniffed::kind::unknown, guard, over);
     co_return;
   }
 
@@ -50,7 +50,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   if (!dst.has_value()) {
     rec.reason = reason::internal_error;
     rec.notes.push_back("no_original_destination");
-    co_await refuse(client, sniffed::kind::unknown, rec);
+    co_await refuse(client, sniffed::kind::unknown, guard);
     co_return;
   }
   rec.dst = text(*dst);
@@ -61,13 +61,13 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   const auto session = snap->session_for(peer.address(), registered.get());
   if (!session) {
     rec.reason = reason::no_session;
-    co_await refuse(client, sniffed::kind::unknown, rec);
+    co_await refuse(client, sniffed::kind::unknown, guard);
     co_return;
   }
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
   if (const auto over = ticket.admit(rec.session); !over.empty()) {
-    co_await refuse_over_limit(client, sniffed::kind::unknown, rec, over);
+    co_await refuse_over_limit(client, sniffed::kind::unknown, guard, over);
     co_return;
   }
   steps::start_probe(ctx, guard, peer, *dst, client.get_executor());
@@ -122,7 +122,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   rec.reason = d.reason;
   rec.rule = std::string(d.rule);
   if (d.verdict == verdict::deny) {
-    co_await refuse(client, first.type, rec);
+    co_await refuse(client, first.type, guard);
     co_return;
   }
 
@@ -131,7 +131,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   if (name) {
     targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
     if (targets.empty()) {
-      co_await refuse(client, first.type, rec);
+      co_await refuse(client, first.type, guard);
       co_return;
     }
     if (std::find(targets.begin(), targets.end(), dst->address()) == targets.end() && rec.verdict == verdict::allow)
@@ -144,7 +144,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   tcp::socket upstream(client.get_executor());
   if (!co_await connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
     rec.reason = reason::upstream_unreachable;
-    co_await refuse(client, sniffed::kind::unknown, rec);
+    co_await refuse(client, sniffed::kind::unknown, guard);
     co_return;
   }
   rec.upstream = text(upstream.remote_endpoint(ec));

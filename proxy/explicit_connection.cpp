@@ -36,7 +36,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   if (ec) co_return;
   rec.client = steps::text(peer);
   if (const auto over = ticket.refused(); !over.empty()) {
-    co_await steps::refuse_over_limit(client, channel, rec, over);
+    co_await steps::refuse_over_limit(client, channel, guard, over);
     co_return;
   }
 
@@ -46,13 +46,13 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   const auto session = snap->session_for(peer.address(), registered.get());
   if (!session) {
     rec.reason = reason::no_session;
-    co_await steps::refuse(client, channel, rec);
+    co_await steps::refuse(client, channel, guard);
     co_return;
   }
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
   if (const auto over = ticket.admit(rec.session); !over.empty()) {
-    co_await steps::refuse_over_limit(client, channel, rec, over);
+    co_await steps::refuse_over_limit(client, channel, guard, over);
     co_return;
   }
   if (const auto here = client.local_endpoint(ec); !ec) steps::start_probe(ctx, guard, peer, here, client.get_executor());
@@ -67,7 +67,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
       (tunnel && !first.port)) {
     rec.reason = first.failure.value_or(reason::parse_error);
     if (!first.failure) rec.notes.push_back("not_a_proxy_request");
-    co_await steps::refuse(client, channel, rec);
+    co_await steps::refuse(client, channel, guard);
     co_return;
   }
   const std::uint16_t port = first.port.value_or(80);
@@ -91,7 +91,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   rec.reason = d.reason;
   rec.rule = std::string(d.rule);
   if (d.verdict == verdict::deny) {
-    co_await steps::refuse(client, channel, rec);
+    co_await steps::refuse(client, channel, guard);
     co_return;
   }
 
@@ -100,14 +100,14 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   if (name) {
     targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
     if (targets.empty()) {
-      co_await steps::refuse(client, channel, rec);
+      co_await steps::refuse(client, channel, guard);
       co_return;
     }
   }
   tcp::socket upstream(client.get_executor());
   if (!co_await steps::connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
     rec.reason = reason::upstream_unreachable;
-    co_await steps::refuse(client, channel, rec);
+    co_await steps::refuse(client, channel, guard);
     co_return;
   }
   rec.upstream = steps::text(upstream.remote_endpoint(ec));

@@ -39,7 +39,12 @@ void start_probe(proxy_context& ctx, emit_once& line, const tcp::endpoint& clien
                                          attribution::socket_key::tcp(client, addressed), std::move(ex));
 }
 
-asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, const core::decision_record& rec) {
+asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, emit_once& line) {
+  if (line.probe.active()) {
+    line.record.process_json = co_await line.probe.json(std::chrono::milliseconds(100));
+    line.probe = {};
+  }
+  const core::decision_record& rec = line.record;
   boost::system::error_code ignored;
   if (channel == sniffed::kind::tls) {
     // Fatal alert access_denied(49) in a TLS 1.2-framed record: every TLS version reads it.
@@ -64,13 +69,14 @@ asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, const c
   client.close(ignored);
 }
 
-asio::awaitable<void> refuse_over_limit(tcp::socket& client, sniffed::kind channel, core::decision_record& rec,
+asio::awaitable<void> refuse_over_limit(tcp::socket& client, sniffed::kind channel, emit_once& line,
                                         std::string_view limit) {
+  auto& rec = line.record;
   rec.verdict = policy::verdict::deny;
   rec.reason = reason::limit_exceeded;
   rec.rule = "default";
   rec.notes.push_back("limit:" + std::string(limit));
-  co_await refuse(client, channel, rec);
+  co_await refuse(client, channel, line);
 }
 
 void cut_by_budget(core::decision_record& rec, std::string_view budget) {

@@ -39,14 +39,15 @@ void start_probe(proxy_context& ctx, emit_once& line, const boost::asio::ip::tcp
 
 // A denial in the language of the channel, so the client learns it was refused rather
 // than seeing a hang: a TLS alert, an HTTP 403 (502 when the upstream failed) with a JSON
-// body naming the reason, or a reset for opaque TCP.
-boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffed::kind channel,
-                                    const core::decision_record& rec);
+// body naming the reason, or a reset for opaque TCP. A started process lookup is awaited
+// first (at most 100 ms): the refused client is still there to be named, and a denial is
+// what an operator most wants attributed. Allowed traffic never waits for it.
+boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffed::kind channel, emit_once& line);
 
 // Past a cap or a session's limit: a logged deny (limit_exceeded, the note names the
 // limit), answered like any other refusal on the channel.
 boost::asio::awaitable<void> refuse_over_limit(boost::asio::ip::tcp::socket& client, sniffed::kind channel,
-                                               core::decision_record& rec, std::string_view limit);
+                                               emit_once& line, std::string_view limit);
 // An allowed connection cut because its session spent a byte budget: the line says so.
 void cut_by_budget(core::decision_record& rec, std::string_view budget);
 

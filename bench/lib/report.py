@@ -28,8 +28,10 @@ ROWS = [
     ("bulk", "MiBps", "single-stream TLS download, MiB/s (curl, one file)", "GiB", True),
     ("latency-https", "p50_ms", "HTTPS p50 ms at concurrency 1 (connect+TLS+request)", None, False),
     ("latency-https", "p99_ms", "HTTPS p99 ms at concurrency 1", None, False),
+    ("latency-https", "p50_handshake_ms", "  of which the TLS handshake (p50 ms)", None, False),
     ("latency-http", "p50_ms", "HTTP p50 ms at concurrency 1", None, False),
     ("latency-http", "p99_ms", "HTTP p99 ms at concurrency 1", None, False),
+    ("latency-http", "p50_first_byte_ms", "  HTTP p50 ms from request sent to first byte", None, False),
     ("idle", "proxy_kib_per_conn", "KiB of proxy RSS per idle TLS connection (5,000 held)", None, False),
     ("hello-whole", "answered_per_s", "ClientHello→ServerHello/s, hello in 1 segment (c=64)", "hello", True),
     ("hello-segmented", "answered_per_s", "the same, hello in 8 segments 2 ms apart", "hello", True),
@@ -124,7 +126,7 @@ def headline(data):
     rows = []
     for sc, m, what, _, _ in ROWS + [(s, "rps", f"new HTTP connections/s at concurrency {s[7:]} (wrk)", "req", True)
                                      for s in scale_levels(data)]:
-        if sc not in data:
+        if sc not in data or not any(m in data[sc][t] for t in data[sc]):
             continue
         S = Scenario(data[sc])
         row = [what]
@@ -144,8 +146,9 @@ def headline(data):
                 continue
             S = Scenario(data[sc])
             for m in ("p50_ms", "p99_ms"):
+                added = {t: S.paired(t, "direct", m, diff=True) for t in PROXIES if t != "direct"}
                 rows.append([f"{sc[8:].upper()} {m[:3]} ms added over direct"] +
-                            ["–" if t == "direct" else f"{S.paired(t, 'direct', m, diff=True):+.3f}" for t in PROXIES])
+                            ["–" if t == "direct" or added[t] != added[t] else f"{added[t]:+.3f}" for t in PROXIES])
     return table(["scenario: median (× direct, × HAProxy)"] + PROXIES, rows)
 
 
@@ -205,7 +208,8 @@ def details(data):
             continue
         sd = data[sc]
         S = Scenario(sd)
-        metrics = [m for m in ("rps", "MiBps", "qps", "answered_per_s", "p50_ms", "p99_ms", "proxy_kib_per_conn",
+        metrics = [m for m in ("rps", "MiBps", "qps", "answered_per_s", "p50_ms", "p99_ms", "p50_connect_ms",
+                               "p50_first_byte_ms", "p50_handshake_ms", "proxy_kib_per_conn",
                                "origin_kib_per_conn", "conns") if any(m in sd[t] for t in sd)]
         cpu = sorted({m for t in sd for m in sd[t] if m.endswith(tuple(f"_cpu_us_per_{u}" for u in ("req", "GiB", "hello", "query")))})
         extra = [m for m in ("errors", "lost", "failed", "foreign_pct") if any(m in sd[t] for t in sd)]

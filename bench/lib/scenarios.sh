@@ -100,7 +100,8 @@ scenario_latency() {
       for t in $(rotate "$r" $(targets_for "$col")); do
         route_target "$t"
         bounded 120 ip netns exec "$NS_C" curl -s --no-sessionid -H 'Connection: close' --cacert "$WORK/pki/ca.pem" \
-          -o /dev/null -w '%{http_code} %{time_total}\n' "$scheme://$HOST_OK/small.html?[1-$LAT_N]" >"$WORK/tmp/lat.out"
+          -o /dev/null -w '%{http_code} %{time_total} %{time_connect} %{time_appconnect} %{time_starttransfer}\n' \
+          "$scheme://$HOST_OK/small.html?[1-$LAT_N]" >"$WORK/tmp/lat.out"
         python3 "$HERE/lib/percentiles.py" "$WORK/tmp/lat.out" "latency-$scheme" "$t" "$r" >>"$RESULTS/raw.tsv"
       done
     done

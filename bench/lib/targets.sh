@@ -11,7 +11,7 @@ TGT_NOTE[direct]="no proxy: the gateway's kernel forwards"
 
 TGT_MODE[airlock]=redirect TGT_PORTS[airlock]="$PORT_AIRLOCK $PORT_AIRLOCK" TGT_PROCS[airlock]=airlock
 TGT_START[airlock]=start_airlock
-TGT_NOTE[airlock]="airlock $(git -C "$HERE/.." describe --always --dirty 2>/dev/null) (build/release, RelWithDebInfo), one process, one io_context (one core); nft REDIRECT + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; decision log to a file"
+TGT_NOTE[airlock]="airlock $AIRLOCK_SOURCE, one process, one io_context (one core); nft REDIRECT + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; decision log to a file"
 
 TGT_MODE[haproxy]=redirect TGT_PORTS[haproxy]="$PORT_HAPROXY_TLS $PORT_HAPROXY_HTTP" TGT_PROCS[haproxy]=haproxy
 TGT_START[haproxy]=start_haproxy

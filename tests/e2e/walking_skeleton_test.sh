@@ -37,6 +37,16 @@ expect "  its dns line: allow, answered with the origin's address" \
 expect "http to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl http://allowed.airlock.test/
 expect "  its connect line: allow over http" line event=connect proto=http name=allowed.airlock.test verdict=allow upstream=203.0.113.10:80
 
+# The relay moves bytes with splice; 5 MB must arrive exactly, over TLS and plain HTTP.
+want=$(sha256sum <"$W/big.bin")
+expect "5 MB over HTTPS through the relay arrive intact" \
+  body_is "$want" bash -c "ip netns exec $SBX curl -sS --max-time 30 --cacert $W/ca.crt https://allowed.airlock.test/big.bin | sha256sum"
+expect "5 MB over HTTP through the relay arrive intact" \
+  body_is "$want" bash -c "ip netns exec $SBX curl -sS --max-time 30 http://allowed.airlock.test/big.bin | sha256sum"
+expect "  and the line counts them" python3 -c '
+import json, sys
+sizes = [json.loads(l).get("bytes_down") or 0 for l in open(sys.argv[1]) if "\"proto\":\"http\"" in l]
+sys.exit(0 if any(5000000 < s < 5010000 for s in sizes) else 1)' "$W/decisions.jsonl"
 expect "a repeated allowed query is answered from the cache" \
   line event=dns name=allowed.airlock.test qtype=A verdict=allow notes~=cache_hit
 expect "  so the upstream saw the name once" test "$(grep -c 'allowed.airlock.test. A IN' "$W/unbound.log")" -eq 1

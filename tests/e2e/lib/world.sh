@@ -133,6 +133,7 @@ ${WORLD_IPV6:+    listen [$ORIGIN_IP6]:80;
     listen [$ORIGIN_IP6]:443 ssl;}
     access_log $W/origin-access.log;
     location / { return 200 "origin says hello to \$host\n"; }
+    location = /big.bin { alias $W/big.bin; }
   }
   server {
     listen $ATTACKER_IP:80;
@@ -144,6 +145,7 @@ ${WORLD_IPV6:+    listen [$ATTACKER_IP6]:80;
   }
 }
 CONF
+  head -c 5000000 /dev/urandom >"$W/big.bin"  # for relay integrity checks
   : >"$W/origin-access.log"
   : >"$W/attacker-access.log"
   ip netns exec "$NET" nginx -e "$W/nginx-error.log" -c "$W/nginx.conf" &

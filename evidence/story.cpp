@@ -237,6 +237,7 @@ class text_renderer {
       if (e.verdict == "audit-deny") d += "; let through in audit mode";
       lines.push_back(d + ")");
     }
+    if (s.name_differs_from_dns) lines.push_back("not the name the DNS query above asked for");
     if (e.process) lines.push_back((e.process->unknown.empty() ? "process " : "") + process_text(*e.process, true));
     // The tool call is said when it changes, not on every line of it.
     if (e.tool_call != tool_call_) {
@@ -291,6 +292,7 @@ json::object step_json(const step& s) {
   o["line"] = s.ev.line;
   o["name"] = s.name;
   o["name_from_dns"] = s.name_from_dns;
+  o["name_differs_from_dns"] = s.name_differs_from_dns;
   if (s.ev.process && s.ev.process->unknown.empty()) o["lineage"] = s.ev.process->lineage();
   else o["lineage"] = nullptr;
   json::array children;
@@ -358,6 +360,8 @@ story build_story(session_log log) {
           if (st.name.empty()) {
             st.name = slots[*dns]->ev.name;
             st.name_from_dns = true;
+          } else {
+            st.name_differs_from_dns = st.name != slots[*dns]->ev.name;
           }
           st.ev = std::move(e);
           if (st.ev.conn) {

@@ -19,6 +19,9 @@ struct step {
   // none, the name of the DNS query whose answer was its destination.
   std::string name;
   bool name_from_dns = false;
+  // A connection under a DNS query for another name (its SNI or Host is not what was
+  // asked; shared CDN addresses, or a name aimed at someone else's address).
+  bool name_differs_from_dns = false;
   std::vector<step> children;  // dns: the connections to its answers; connect: its HTTP requests
 };
 

@@ -179,8 +179,11 @@ class suggester {
       return;
     }
     auto [it, fresh] = used_.try_emplace(name);
-    if (fresh) it->second.first = first_of(e);
-    if (port) it->second.ports.insert(*port);
+    auto& u = it->second;
+    if (fresh) u.first = first_of(e);
+    // DNS lines often have no process; the first line of the name that has one names it.
+    else if (u.first.process.empty() && e.process) u.first.process = first_of(e).process;
+    if (port) u.ports.insert(*port);
   }
 
   // A used name goes to the first family with a rule for it; the family is included, and

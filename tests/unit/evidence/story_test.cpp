@@ -191,3 +191,12 @@ TEST_CASE("a hostile name cannot write escape sequences to the terminal") {
   CHECK(text.find('\x07') == std::string::npos);
   CHECK(text.find("a\\x1b]0;pwned\\x07.test") != std::string::npos);
 }
+
+TEST_CASE("a connection whose name is not the one its DNS query asked for says so") {
+  const auto s = build_story(feed_all("s", R"({"ts":"2026-12-02T10:00:00.000000Z","event":"dns","session":"s","name":"a.test","verdict":"allow","qtype":"A","answers":["203.0.113.5"]}
+{"ts":"2026-12-02T10:00:02.000000Z","event":"connect","session":"s","name":"b.test","dst":"203.0.113.5:443","verdict":"allow","conn":1})"));
+  REQUIRE(s.steps.size() == 1);
+  REQUIRE(s.steps[0].children.size() == 1);
+  CHECK(s.steps[0].children[0].name_differs_from_dns);
+  CHECK(render_text(s).find("     not the name the DNS query above asked for\n") != std::string::npos);
+}

@@ -199,3 +199,12 @@ TEST_CASE("nothing to suggest still loads") {
   const auto snap = load(yaml);
   CHECK(decide(*snap, "dns.google", 443) == "deny host_denied");
 }
+
+TEST_CASE("the first line of a name without a process takes the process from a later one") {
+  const std::string log =
+      R"({"ts":"2026-12-02T10:00:00.000000Z","event":"dns","session":"s","name":"a.acme.example","verdict":"audit-deny","reason":"host_not_allowed","rule":"default","process":null,"qtype":"A","answers":["203.0.113.9"]})"
+      "\n"
+      R"({"ts":"2026-12-02T10:00:01.000000Z","event":"connect","session":"s","name":"a.acme.example","dst":"203.0.113.9:443","verdict":"audit-deny","reason":"host_not_allowed","rule":"default","process":{"pid":7,"comm":"wget","cmdline":"wget x","chain":[{"pid":7,"comm":"wget","cmdline":"wget x"},{"pid":6,"comm":"bash","cmdline":"bash"}]}})";
+  const auto yaml = render_yaml(suggest(events_of("s", log)), "l");
+  CHECK(has(yaml, "      # first seen 2026-12-02T10:00:00.000000Z by bash -> wget\n      - host: a.acme.example\n"));
+}

@@ -32,6 +32,8 @@ bool name_table::record(std::string_view session, const boost::asio::ip::address
   auto& count = per_session_[std::string(session)];
   if (count >= limits_.max_entries_per_session || entries_ >= limits_.max_entries ||
       names.size() >= limits_.max_names_per_address) {
+    if (now - last_sweep_ < std::chrono::seconds(1)) return false;
+    last_sweep_ = now;
     expire(now);
     auto& again = by_key_[key(session, address)];  // expire() may have erased the slot
     auto& count_now = per_session_[std::string(session)];

@@ -60,6 +60,9 @@ class name_table {
   std::unordered_map<std::string, std::vector<entry>> by_key_;  // key: session \0 address bytes
   std::unordered_map<std::string, std::size_t> per_session_;
   std::size_t entries_ = 0;
+  // When a cap last made record() sweep the whole table: at most once a second, or a
+  // sandbox that keeps a cap full would buy a full walk with every query.
+  clock::time_point last_sweep_{};
 };
 
 }  // namespace airlock::dns

@@ -40,6 +40,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   const auto peer = client.remote_endpoint(ec);
   if (ec) co_return;  // gone before we looked: nothing reached anyone
   rec.client = text(peer);
+  steps::no_delay(client);
   if (const auto over = ticket.refused(); !over.empty()) {
     co_await refuse_over_limit(client, sniffed::kind::unknown, guard, over);
     co_return;
@@ -48,8 +49,19 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   // 1. Where the client meant to go. Without it there is no port to judge.
   const auto dst = original_dst(client);
   if (!dst.has_value()) {
-    rec.reason = reason::internal_error;
-    rec.notes.push_back("no_original_destination");
+    // Usually a client that gave up before the accept (its conntrack entry went with
+    // it): not airlock's fault, and it should not read like one.
+    if (steps::peer_gone(client)) {
+      rec.reason = reason::truncated;
+      rec.notes.push_back("client_gone_before_accept");
+    } else {
+      rec.reason = reason::internal_error;
+      rec.notes.push_back("no_original_destination");
+    }
+    if (const auto s = snap->session_for(peer.address(), ctx.policies.registered().get())) {
+      rec.session = std::string(s->id);
+      rec.policy = s->policy->name();
+    }
     co_await refuse(client, sniffed::kind::unknown, guard);
     co_return;
   }

@@ -35,6 +35,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   const auto peer = client.remote_endpoint(ec);
   if (ec) co_return;
   rec.client = steps::text(peer);
+  steps::no_delay(client);
   if (const auto over = ticket.refused(); !over.empty()) {
     co_await steps::refuse_over_limit(client, channel, guard, over);
     co_return;

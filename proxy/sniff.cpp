@@ -27,6 +27,8 @@ sniffed fail(std::vector<std::byte>& bytes, reason why, sniffed::kind as = sniff
 }  // namespace
 
 std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool at_eof) {
+  // Closed without a byte: nothing says what it was (not TLS, whatever the port).
+  if (bytes.empty() && at_eof) return fail(bytes, reason::truncated);
   const auto tls = client_hello::parse(bytes);
   if (const auto* hello = std::get_if<client_hello::found>(&tls)) {
     sniffed s;

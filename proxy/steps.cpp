@@ -8,6 +8,9 @@
 #include <boost/asio/write.hpp>
 
 #include <array>
+#include <cerrno>
+
+#include <sys/socket.h>
 
 namespace airlock::proxy::steps {
 
@@ -17,6 +20,17 @@ using core::nothrow;
 using policy::reason;
 
 std::string text(const tcp::endpoint& ep) { return policy::endpoint_config{ep.address(), ep.port()}.to_string(); }
+
+void no_delay(tcp::socket& s) noexcept {
+  boost::system::error_code ignored;
+  s.set_option(tcp::no_delay(true), ignored);
+}
+
+bool peer_gone(tcp::socket& s) noexcept {
+  char byte;
+  const auto n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
 
 emit_once::~emit_once() {
   record.duration_ms = static_cast<std::uint64_t>(
@@ -115,6 +129,7 @@ asio::awaitable<bool> connect_any(tcp::socket& upstream, const std::vector<asio:
   for (const auto& a : addresses) endpoints.emplace_back(a, port);
   auto attempt = [&]() -> asio::awaitable<bool> {
     auto [ec, ep] = co_await asio::async_connect(upstream, endpoints, nothrow);
+    if (!ec) no_delay(upstream);
     co_return !ec;
   };
   auto ok = co_await core::with_deadline(attempt(), limit);

@@ -76,6 +76,7 @@ void session_fields(std::string& out, const decision_record& r) {
          ",\"verdict\":null,\"reason\":null,\"rule\":null,\"conn\":null";
   string_or_null(out, "action", r.action);
   string_or_null(out, "policy", r.policy);
+  string_or_null(out, "mode", r.mode);
   string_array(out, "sources", r.sources);
   number_or_null(out, "dns_queries", r.dns_queries);
   number_or_null(out, "connections_allowed", r.connections_allowed);

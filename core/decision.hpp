@@ -50,6 +50,7 @@ struct decision_record {
   std::vector<std::string> notes;
   // session events only
   std::string action;  // open, close
+  std::string mode;    // the session's policy mode: enforce, audit
   std::vector<std::string> sources;
   std::optional<std::uint64_t> dns_queries;
   std::optional<std::uint64_t> connections_allowed;

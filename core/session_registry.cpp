@@ -276,6 +276,8 @@ void session_registry::emit_session(const entry& e, std::string_view action) {
   r.tool_call = e.view.tool_call;
   r.action = std::string(action);
   r.policy = e.view.policy;
+  if (const auto* p = policies_.current()->find_policy(e.view.policy))
+    r.mode = p->mode() == policy::policy_mode::audit ? "audit" : "enforce";
   r.sources = e.view.sources;
   if (action == "close") {
     const auto& t = e.view.totals;

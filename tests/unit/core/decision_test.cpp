@@ -81,7 +81,7 @@ TEST_CASE("a session close line carries totals and no decision") {
         "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"event\":\"session\",\"session\":\"sbx-1\",\"labels\":{},"
         "\"tool_call\":null,\"client\":null,\"name\":null,\"dst\":null,\"upstream\":null,\"proto\":null,"
         "\"verdict\":null,\"reason\":null,\"rule\":null,\"conn\":null,\"action\":\"close\",\"policy\":\"npm\","
-        "\"sources\":[\"198.18.0.2/32\"],\"dns_queries\":3,\"connections_allowed\":2,"
+        "\"mode\":null,\"sources\":[\"198.18.0.2/32\"],\"dns_queries\":3,\"connections_allowed\":2,"
         "\"connections_denied\":1,\"bytes_up\":100,\"bytes_down\":2000,\"duration_ms\":1500}\n");
 }
 

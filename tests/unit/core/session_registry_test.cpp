@@ -65,6 +65,7 @@ TEST_CASE("configured sessions open when the configuration is applied") {
   CHECK(f.log.lines[0].event == core::event_kind::session);
   CHECK(f.log.lines[0].action == "open");
   CHECK(f.log.lines[0].session == "lab");
+  CHECK(f.log.lines[0].mode == "enforce");
 }
 
 TEST_CASE("a runtime session with extra allowances gets its own policy, and loses it on removal") {

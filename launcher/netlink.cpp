@@ -1,5 +1,7 @@
 #include "launcher/netlink.hpp"
 
+#include "launcher/netlink_message.hpp"
+
 #include <linux/if.h>
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
@@ -16,82 +18,11 @@
 namespace airlock::launcher {
 namespace {
 
-constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
-
-// One netlink request being built: header, a fixed struct, then attributes (nested ones
-// by begin/end), each padded to 4 bytes as the kernel expects.
-class request {
- public:
-  request(std::uint16_t type, std::uint16_t flags) : buf_(sizeof(nlmsghdr), 0) {
-    auto h = header();
-    h.nlmsg_type = type;
-    h.nlmsg_flags = static_cast<std::uint16_t>(flags | NLM_F_REQUEST | NLM_F_ACK);
-    set_header(h);
-  }
-  template <typename T>
-  void add_struct(const T& value) {
-    append(&value, sizeof value);
-  }
-  void add_attr(std::uint16_t type, const void* data, std::size_t len) {
-    rtattr a{};
-    a.rta_type = type;
-    a.rta_len = static_cast<unsigned short>(sizeof(rtattr) + len);
-    append(&a, sizeof a);
-    append(data, len);
-  }
-  void add_string(std::uint16_t type, const std::string& s) { add_attr(type, s.c_str(), s.size() + 1); }
-  void add_u32(std::uint16_t type, std::uint32_t v) { add_attr(type, &v, sizeof v); }
-  void add_v4(std::uint16_t type, boost::asio::ip::address_v4 a) {
-    const auto bytes = a.to_bytes();
-    add_attr(type, bytes.data(), bytes.size());
-  }
-  std::size_t begin_nest(std::uint16_t type) {
-    const auto at = buf_.size();
-    add_attr(type, nullptr, 0);
-    return at;
-  }
-  void end_nest(std::size_t at) {
-    rtattr a{};
-    std::memcpy(&a, buf_.data() + at, sizeof a);
-    a.rta_len = static_cast<unsigned short>(buf_.size() - at);
-    std::memcpy(buf_.data() + at, &a, sizeof a);
-  }
-  std::vector<char>& finish() {
-    auto h = header();
-    h.nlmsg_len = static_cast<std::uint32_t>(buf_.size());
-    set_header(h);
-    return buf_;
-  }
-
- private:
-  nlmsghdr header() const {
-    nlmsghdr h{};
-    std::memcpy(&h, buf_.data(), sizeof h);
-    return h;
-  }
-  void set_header(const nlmsghdr& h) { std::memcpy(buf_.data(), &h, sizeof h); }
-  void append(const void* data, std::size_t len) {
-    const auto at = buf_.size();
-    buf_.resize(align4(at + len), 0);
-    if (len != 0) std::memcpy(buf_.data() + at, data, len);
-  }
-  std::vector<char> buf_;
-};
+using netlink_detail::align4;
+using netlink_detail::for_each_message;
+using netlink_detail::request;
 
 std::string kernel_error(const char* what, int e) { return std::string(what) + ": " + errno_text(e); }
-
-// Walks the netlink messages in buf[0, len).
-template <typename F>
-void for_each_message(const char* buf, std::size_t len, F&& f) {
-  std::size_t off = 0;
-  while (off + sizeof(nlmsghdr) <= len) {
-    nlmsghdr h{};
-    std::memcpy(&h, buf + off, sizeof h);
-    if (h.nlmsg_len < sizeof(nlmsghdr) || off + h.nlmsg_len > len) return;
-    if (!f(h, buf + off + sizeof(nlmsghdr), h.nlmsg_len - sizeof(nlmsghdr))) return;
-    off += align4(h.nlmsg_len);
-  }
-}
 
 // Walks the attributes in [data, data+len).
 template <typename F>
@@ -242,6 +173,21 @@ nl_result<void> rtnetlink::add_address(int index, boost::asio::ip::address_v4 ad
   auto e = transact(r.finish());
   if (!e) return e.error();
   if (*e != 0) return kernel_error(("add address " + address.to_string()).c_str(), *e);
+  return {};
+}
+
+nl_result<void> rtnetlink::delete_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix) {
+  request r(RTM_DELADDR, 0);
+  ifaddrmsg a{};
+  a.ifa_family = AF_INET;
+  a.ifa_prefixlen = prefix;
+  a.ifa_index = static_cast<std::uint32_t>(index);
+  r.add_struct(a);
+  r.add_v4(IFA_LOCAL, address);
+  auto e = transact(r.finish());
+  if (!e) return e.error();
+  if (*e != 0 && *e != EADDRNOTAVAIL && *e != ENODEV)
+    return kernel_error(("delete address " + address.to_string()).c_str(), *e);
   return {};
 }
 

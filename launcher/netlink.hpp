@@ -37,6 +37,8 @@ class rtnetlink {
   // true when it existed and is gone now, false when there was no such link.
   nl_result<bool> delete_link(const std::string& name);
   nl_result<void> add_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix);
+  // Removes an address (and the prefix route it brought); fine when it is already gone.
+  nl_result<void> delete_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix);
   nl_result<void> add_route(const ipv4_route& route);
   nl_result<void> delete_route(const ipv4_route& route);
   // IPv4 default routes of the main table.

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <span>
 #include <sstream>
@@ -100,8 +101,13 @@ class sandbox {
   std::optional<int> pending_signal();
   void summarize(const child_outcome& outcome, int status, clock::duration took);
   void teardown();
+  void mark(const char* what) {
+    if (timings_) marks_.emplace_back(what, clock::now());
+  }
 
   const run_options& o_;
+  const bool timings_ = std::getenv("AIRLOCK_TIMINGS") != nullptr;
+  std::vector<std::pair<const char*, clock::time_point>> marks_;
   state_store store_;
   unique_fd signals_;
   std::vector<std::string> parent_env_;
@@ -116,6 +122,7 @@ class sandbox {
   std::optional<sandbox_netns> netns_;
   std::optional<rtnetlink> gateway_rtnl_;
   bool veth_made_ = false;
+  int gateway_index_ = 0;
   daemon_link daemon_;
   core::listener_ports ports_;
   bool table_made_ = false;
@@ -143,6 +150,7 @@ int sandbox::run(const daemon_opener& open_daemon) {
     return cmd.error().exit_status;
   }
   if (auto r = plan_filesystem(); !r) return refuse("filesystem", r.error());
+  mark("checks");
 
   auto pool = address_pool::parse(o_.pool);
   if (!pool) return refuse("address pool", pool.error());
@@ -153,18 +161,25 @@ int sandbox::run(const daemon_opener& open_daemon) {
   record_ = *reserved;
   gateway_ = boost::asio::ip::make_address_v4(record_->gateway_ip);
   sandbox_ip_ = boost::asio::ip::make_address_v4(record_->sandbox_ip);
+  mark("address");
 
   if (auto r = make_cgroups(); !r) return refuse("cgroup", r.error());
+  mark("cgroups");
   if (auto r = make_copy(); !r) return refuse("working directory copy", r.error());
   if (auto r = make_network(); !r) return refuse("network", r.error());
+  mark("netns+veth");
   if (auto r = reach_daemon(open_daemon); !r) return refuse("daemon", r.error());
+  mark("daemon");
   if (auto r = install_rules(); !r) return refuse("nftables", r.error());
+  mark("nft");
   if (auto r = register_session(); !r) return refuse("session", r.error());
+  mark("session");
   if (auto s = pending_signal()) {
     say("interrupted before CMD started");
     return 128 + *s;
   }
   if (auto r = start_child(); !r) return refuse("bubblewrap", r.error());
+  mark("spawn");
   say("session " + session_ + " started (sandbox " + record_->sandbox_ip + ", " + daemon_.description + ")");
 
   supervise_options so;
@@ -173,6 +188,7 @@ int sandbox::run(const daemon_opener& open_daemon) {
   so.timeout = o_.timeout;
   const auto outcome = supervise(child_, so);
   child_ = 0;
+  mark("CMD");
 
   int status = 0;
   if (outcome.timed_out)
@@ -184,6 +200,22 @@ int sandbox::run(const daemon_opener& open_daemon) {
   else
     status = exit_setup_failed;  // bwrap gave up before CMD ran; it said why above
   summarize(outcome, status, clock::now() - started);
+  mark("summary");
+  teardown();
+  if (timings_) {
+    // AIRLOCK_TIMINGS=1: where a run's time goes (bench_startup.sh prints it).
+    std::string line = "timings:";
+    auto at = started;
+    for (const auto& [what, when] : marks_) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %s %.2f ms,", what,
+                    std::chrono::duration<double, std::milli>(when - at).count());
+      line += buf;
+      at = when;
+    }
+    line.pop_back();
+    say(line);
+  }
   return status;
 }
 
@@ -247,6 +279,7 @@ step_result sandbox::make_network() {
   veth_made_ = true;
   auto gw_index = gateway_rtnl_->link_index(record_->veth);
   if (!gw_index) return gw_index.error();
+  gateway_index_ = *gw_index;
   if (auto r = gateway_rtnl_->add_address(*gw_index, gateway_, address_block::prefix); !r) return r.error();
   if (auto r = gateway_rtnl_->link_up(*gw_index); !r) return r.error();
 
@@ -422,19 +455,28 @@ void sandbox::teardown() {
     session_.clear();
   }
   daemon_.api.reset();  // an embedded daemon drains and stops here
+  mark("daemon stop");
   if (table_made_) {
-    if (auto r = nft_delete_table(record_->nft_table); !r) problems.push_back(r.error());
+    if (auto r = nft_delete_table(record_->nft_table, /*defer_close=*/true); !r) problems.push_back(r.error());
     table_made_ = false;
+    mark("nft delete");
   }
   if (veth_made_ && gateway_rtnl_) {
-    // Deleting one end deletes the pair; done here, synchronously, so the interface is
-    // gone when airlock exits rather than when the kernel gets round to the namespace.
-    if (auto r = gateway_rtnl_->delete_link(record_->veth); !r) problems.push_back(r.error());
+    // The pair goes with the sandbox's namespace, which the kernel destroys (in the
+    // background) once the pin and our descriptors are gone. Deleting it here would cost
+    // about 20 ms of RCU grace periods on every run. Its address goes now, though: the
+    // next sandbox may get the same block, and two interfaces holding the same /30 would
+    // split its routes.
+    if (gateway_index_ > 0)
+      if (auto r = gateway_rtnl_->delete_address(gateway_index_, gateway_, address_block::prefix); !r)
+        problems.push_back(r.error());
     veth_made_ = false;
+    mark("address delete");
   }
   if (netns_) {
     netns_.reset();
     if (auto r = remove_netns_pin(record_->netns); !r) problems.push_back(r.error());
+    mark("netns unpin");
   }
   if (cgroup_) {
     if (auto r = cgroup_->remove(); !r) problems.push_back(r.error());

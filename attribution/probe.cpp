@@ -65,4 +65,16 @@ void emit_with_process(asio::any_io_executor ex, core::decision_sink& sink, core
       [](const char* what) { std::fprintf(stderr, "airlock: decision line: %s\n", what); });
 }
 
+void emit_line(core::decision_sink& sink, const core::decision_record& rec, probe& p) noexcept {
+  if (p.active()) {
+    try {
+      auto ex = p.executor();  // before the probe is moved from
+      emit_with_process(std::move(ex), sink, rec, std::move(p));
+      return;
+    } catch (...) {
+    }
+  }
+  sink.emit(rec);
+}
+
 }  // namespace airlock::attribution

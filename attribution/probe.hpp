@@ -39,6 +39,11 @@ class probe {
   std::shared_ptr<state> state_;
 };
 
+// What a decision line's guard does on its way out: hands the line to emit_with_process
+// when `p` is looking (the record is copied), emits it now otherwise. Never throws: out of
+// memory, the line goes out without its process.
+void emit_line(core::decision_sink& sink, const core::decision_record& rec, probe& p) noexcept;
+
 // Emits `rec` once `p` has answered (at most `wait`), on `ex`, without holding up the
 // caller; at once when `p` is inactive. The line is emitted exactly once, also when the
 // loop is torn down first.

@@ -362,23 +362,22 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     if (ec) return fail(1, "cannot listen for dns on " + ep.to_string() + ": " + ec.message());
     p->dns_bound.push_back({ep.address, s.local_endpoint().port()});
   }
-  for (const auto& ep : p->cfg.listen.proxy) {
-    auto& a = p->proxy_acceptors.emplace_back(p->io);
-    if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
-      return fail(1, "cannot listen for proxy on " + ep.to_string() + ": " + ec.message());
-    p->proxy_bound.push_back({ep.address, a.local_endpoint().port()});
-  }
-  for (const auto& ep : p->cfg.listen.http_proxy) {
-    auto& a = p->explicit_acceptors.emplace_back(p->io);
-    if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
-      return fail(1, "cannot listen for http_proxy on " + ep.to_string() + ": " + ec.message());
-    p->explicit_bound.push_back({ep.address, a.local_endpoint().port()});
-  }
-  for (const auto& ep : p->cfg.listen.admin) {
-    auto& a = p->admin_acceptors.emplace_back(p->io);
-    if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
-      return fail(1, "cannot listen for admin on " + ep.to_string() + ": " + ec.message());
-    p->admin_bound.push_back({ep.address, a.local_endpoint().port()});
+  struct tcp_listeners {
+    const char* what;
+    const std::vector<policy::endpoint_config>& wanted;
+    std::list<tcp::acceptor>& acceptors;
+    std::vector<policy::endpoint_config>& bound;
+  };
+  for (auto [what, wanted, acceptors, bound] :
+       {tcp_listeners{"proxy", p->cfg.listen.proxy, p->proxy_acceptors, p->proxy_bound},
+        tcp_listeners{"http_proxy", p->cfg.listen.http_proxy, p->explicit_acceptors, p->explicit_bound},
+        tcp_listeners{"admin", p->cfg.listen.admin, p->admin_acceptors, p->admin_bound}}) {
+    for (const auto& ep : wanted) {
+      auto& a = acceptors.emplace_back(p->io);
+      if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
+        return fail(1, std::string("cannot listen for ") + what + " on " + ep.to_string() + ": " + ec.message());
+      bound.push_back({ep.address, a.local_endpoint().port()});
+    }
   }
   if (!p->cfg.listen.control.empty())
     if (auto opened = open_control(*p); !opened.has_value()) return fail(1, opened.error());

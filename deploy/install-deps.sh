@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs exactly the Debian 12 packages that airlock's build, tests and demo use.
-# Safe to run again. Services that the packages would start (unbound, nginx) are kept
-# stopped: the tests and the demo start their own instances inside namespaces.
+# Installs exactly the Debian 12 packages that airlock's build, tests and demo use, plus
+# any named as arguments (bench/install-deps.sh passes its own). Safe to run again.
+# Services that the packages would start (unbound, nginx, ...) are kept stopped: the
+# tests, the demo and the bench start their own instances inside namespaces.
 set -euo pipefail
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -23,6 +24,7 @@ packages=(
   nftables libnftables-dev iproute2 bubblewrap
   # test peers: real DNS server, real origin, real clients
   unbound nginx-light curl bind9-dnsutils openssl python3 procps
+  "$@"
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -59,15 +59,7 @@ struct emit_once {
   core::decision_record& record;
   attribution::probe probe{};
   ~emit_once() {
-    if (probe.active()) {
-      try {
-        auto ex = probe.executor();  // before the probe is moved from
-        attribution::emit_with_process(std::move(ex), sink, record, std::move(probe));
-        return;
-      } catch (...) {  // out of memory: the line without its process beats no line
-      }
-    }
-    sink.emit(record);
+    attribution::emit_line(sink, record, probe);
   }
 };
 

@@ -168,11 +168,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     rec.bytes_down = 0;
     co_return;
   }
-  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
-  rec.bytes_up = first_bytes + totals.up;
-  rec.bytes_down = totals.down;
-  if (totals.idle_timeout) rec.notes.push_back("idle_timeout");
-  if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
+  co_await steps::relay_to_end(client, upstream, ctx, ticket, first_bytes, rec);
 }
 
 }  // namespace airlock::proxy

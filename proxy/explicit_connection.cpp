@@ -135,11 +135,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
     if (wec) co_return;
   }
   first.bytes = {};  // nothing held once data moves
-  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
-  rec.bytes_up = up + totals.up;
-  rec.bytes_down = totals.down;
-  if (totals.idle_timeout) rec.notes.push_back("idle_timeout");
-  if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
+  co_await steps::relay_to_end(client, upstream, ctx, ticket, up, rec);
 }
 
 }  // namespace airlock::proxy

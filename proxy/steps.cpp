@@ -3,6 +3,7 @@
 #include "core/deadline.hpp"
 #include "dns/lookup.hpp"
 #include "policy/special_addresses.hpp"
+#include "proxy/relay.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
@@ -35,15 +36,7 @@ bool peer_gone(tcp::socket& s) noexcept {
 emit_once::~emit_once() {
   record.duration_ms = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
-  if (probe.active()) {
-    try {
-      auto ex = probe.executor();  // before the probe is moved from
-      attribution::emit_with_process(std::move(ex), sink, record, std::move(probe));
-      return;
-    } catch (...) {  // out of memory: the line without its process beats no line
-    }
-  }
-  sink.emit(record);
+  attribution::emit_line(sink, record, probe);
 }
 
 void start_probe(proxy_context& ctx, emit_once& line, const tcp::endpoint& client, const tcp::endpoint& addressed,
@@ -121,6 +114,15 @@ asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ct
     rec.rule = "default";  // the special-address floor decided, not the allow rule
   }
   co_return targets;
+}
+
+asio::awaitable<void> relay_to_end(tcp::socket& client, tcp::socket& upstream, proxy_context& ctx,
+                                   limiter::ticket& ticket, std::uint64_t sent_up, core::decision_record& rec) {
+  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
+  rec.bytes_up = sent_up + totals.up;
+  rec.bytes_down = totals.down;
+  if (totals.idle_timeout) rec.notes.push_back("idle_timeout");
+  if (totals.cut) cut_by_budget(rec, ticket.spent());
 }
 
 asio::awaitable<bool> connect_any(tcp::socket& upstream, const std::vector<asio::ip::address>& addresses,

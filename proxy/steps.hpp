@@ -66,6 +66,12 @@ boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(pro
                                                                              std::uint16_t port,
                                                                              core::decision_record& rec);
 
+// Relays an allowed connection to its end (the bytes already sent upstream counted in
+// `sent_up`) and writes the totals, and why it ended when it was cut, into the line.
+boost::asio::awaitable<void> relay_to_end(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
+                                          proxy_context& ctx, limiter::ticket& ticket, std::uint64_t sent_up,
+                                          core::decision_record& rec);
+
 // Connects to the first address that answers, within one overall deadline.
 boost::asio::awaitable<bool> connect_any(boost::asio::ip::tcp::socket& upstream,
                                          const std::vector<boost::asio::ip::address>& addresses, std::uint16_t port,

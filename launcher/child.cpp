@@ -90,7 +90,14 @@ void signal_workload(pid_t init, int sig) {
 
 }  // namespace
 
+// SIGPIPE as airlock found it, for CMD (airlock itself ignores it: a reader of its stderr
+// that went away must not kill it half-way through teardown).
+struct sigaction original_sigpipe {};
+
 boost::system::result<unique_fd, std::string> take_signals() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &original_sigpipe);
   const auto set = handled_signals();
   if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return fail<unique_fd>("block signals: " + errno_text());
   unique_fd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
@@ -120,6 +127,7 @@ boost::system::result<pid_t, std::string> spawn_child(const child_spec& spec) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::sigaction(SIGPIPE, &original_sigpipe, nullptr);
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(125);

@@ -28,6 +28,8 @@ struct child_spec {
 // Blocks the signals airlock handles itself (INT, TERM, HUP, QUIT, CHLD) in the calling
 // thread, which must be the only thread yet (threads started later inherit the mask), and
 // returns a signalfd for them. Until then a Ctrl-C during setup would kill airlock half-way.
+// SIGPIPE is ignored from here on (`airlock run ... 2>&1 | head` must still tear down);
+// the child gets it back as it was.
 boost::system::result<unique_fd, std::string> take_signals();
 
 // Starts the child: its own process group (so a terminal's Ctrl-C reaches airlock, which

@@ -207,6 +207,9 @@ kill -TERM "$(airlock_pid 'sleep 3011')"
 wait "$apid" && st=0 || st=$?
 expect "SIGTERM is forwarded to CMD, and CMD's status returned" test "$st" -eq 42
 expect "  CMD saw it" grep -q got-term "$W/term.out"
+expect "a reader of airlock's output that goes away does not stop the teardown" \
+  bash -c "run -- seq 1 100000 2>&1 | head -1 >/dev/null"
+expect "  (CMD still dies of SIGPIPE as usual)" body_is "141 0" run -- bash -c 'yes | head -1 >/dev/null; echo "${PIPESTATUS[*]}"'
 expect "nothing is left after those runs" back_to_baseline
 
 # 5. kill -9 of CMD: airlock notices, reports 137, removes everything.

@@ -57,12 +57,12 @@ struct layout {
   std::optional<v1> memory, pids, cpu;
 };
 
-layout read_layout() {
+layout read_layout(const cgroup_host& host) {
   layout l;
   // /proc/self/cgroup: "0::/path" (v2) and "N:memory:/path" or "N:cpu,cpuacct:/path" (v1).
   std::map<std::string, std::string> own;  // controller -> path
   {
-    std::istringstream in(read_text("/proc/self/cgroup"));
+    std::istringstream in(host.own_cgroups);
     std::string line;
     while (std::getline(in, line)) {
       const auto a = line.find(':'), b = line.find(':', a + 1);
@@ -73,7 +73,7 @@ layout read_layout() {
     }
   }
   // /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPEROPTS".
-  std::istringstream in(read_text("/proc/self/mountinfo"));
+  std::istringstream in(host.mountinfo);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream f(line);
@@ -86,7 +86,7 @@ layout read_layout() {
     tail >> type >> source >> super;
     if (type == "cgroup2" && l.v2_mount.empty()) {
       l.v2_mount = point;
-      l.v2_controllers = read_text(fs::path(point) / "cgroup.controllers");
+      l.v2_controllers = host.read(fs::path(point) / "cgroup.controllers");
     } else if (type == "cgroup") {
       std::istringstream opts(super);
       std::string o;
@@ -102,8 +102,6 @@ layout read_layout() {
   return l;
 }
 
-bool writable_dir(const fs::path& p) { return ::access(p.c_str(), W_OK) == 0; }
-
 }  // namespace
 
 std::vector<fs::path> cgroup_plan::dirs() const {
@@ -113,10 +111,20 @@ std::vector<fs::path> cgroup_plan::dirs() const {
   return out;
 }
 
-boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits) {
-  const auto l = read_layout();
+cgroup_host this_host() {
+  cgroup_host h;
+  h.mountinfo = read_text("/proc/self/mountinfo");
+  h.own_cgroups = read_text("/proc/self/cgroup");
+  h.read = [](const fs::path& p) { return read_text(p); };
+  h.writable = [](const fs::path& p) { return ::access(p.c_str(), W_OK) == 0; };
+  return h;
+}
+
+boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits,
+                                                             const cgroup_host& host) {
+  const auto l = read_layout(host);
   cgroup_plan plan;
-  if (!l.v2_mount.empty() && writable_dir(l.v2_mount)) plan.v2 = l.v2_mount / "airlock" / id;
+  if (!l.v2_mount.empty() && host.writable(l.v2_mount)) plan.v2 = l.v2_mount / "airlock" / id;
 
   auto place = [&](bool wanted, std::string_view controller, const std::optional<layout::v1>& v1,
                    fs::path& out) -> boost::system::result<void, std::string> {
@@ -125,7 +133,7 @@ boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& 
       out = plan.v2;
       return {};
     }
-    if (v1 && writable_dir(v1->own)) {
+    if (v1 && host.writable(v1->own)) {
       out = v1->own / ("airlock-" + id);
       return {};
     }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,9 +35,20 @@ struct cgroup_plan {
   std::vector<std::filesystem::path> dirs() const;  // the distinct directories, v2 first
 };
 
-// Plans the cgroups of sandbox `id` for `limits` on this host, or says why a requested
-// limit cannot be installed (and what to do about it).
-boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits);
+// What planning looks at: the mount table, this process's cgroups, the files it reads and
+// which directories it may write. this_host() reads the real ones; tests pass their own.
+struct cgroup_host {
+  std::string mountinfo;    // /proc/self/mountinfo
+  std::string own_cgroups;  // /proc/self/cgroup
+  std::function<std::string(const std::filesystem::path&)> read;
+  std::function<bool(const std::filesystem::path&)> writable;
+};
+cgroup_host this_host();
+
+// Plans the cgroups of sandbox `id` for `limits`, or says why a requested limit cannot be
+// installed (and what to do about it).
+boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits,
+                                                             const cgroup_host& host = this_host());
 
 class sandbox_cgroup {
  public:

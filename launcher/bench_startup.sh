@@ -3,7 +3,7 @@
 # embedded one, against the floors (bubblewrap alone; a network namespace made and
 # removed with ip), then N sandboxes in a row and what they leave behind.
 #
-#   launcher/bench_startup.sh [AIRLOCK] [RUNS] [LOOP]     (root; hyperfine)
+#   launcher/bench_startup.sh [AIRLOCK] [RUNS] [LOOP]     (root)
 #
 # Everything happens in a gateway namespace made here (addresses from 198.18.0.0/15 inside
 # it only) and is removed on exit. Use a release build: the sanitizer build is 10x slower.
@@ -13,7 +13,7 @@ RUNS=${2:-50}
 LOOP=${3:-1000}
 AIRLOCK=$(readlink -f "$AIRLOCK")
 [[ $(id -u) -eq 0 ]] || { echo "needs root"; exit 77; }
-for tool in hyperfine bwrap nsenter ip python3; do command -v "$tool" >/dev/null || { echo "missing $tool"; exit 77; }; done
+for tool in bwrap nsenter ip python3; do command -v "$tool" >/dev/null || { echo "missing $tool"; exit 77; }; done
 
 GW=alb$(printf '%04x' $((RANDOM % 65536)))-gw
 D=$(mktemp -d /tmp/airlock-bench.XXXXXX)
@@ -48,21 +48,32 @@ for _ in $(seq 100); do [[ -S $D/control.sock ]] && break; sleep 0.05; done
 
 mkdir -p "$D/proj" && cd "$D/proj"
 in_gw="nsenter --net=/run/netns/$GW"
-hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$D/hf.json" \
-  -n 'true' "$in_gw true" \
-  -n 'bwrap (floor)' "$in_gw bwrap --ro-bind / / --unshare-pid --die-with-parent true" \
-  -n 'ip netns add+del (floor)' "sh -c 'ip netns add $GW-x && ip netns del $GW-x'" \
-  -n 'airlock run, daemon' "$in_gw $AIRLOCK run --control $D/control.sock -- true" \
-  -n 'airlock run, embedded' "$in_gw $AIRLOCK run --control $D/none.sock -c $D/airlock.yaml -- true" \
-  >"$D/hf.txt" 2>&1 || { cat "$D/hf.txt"; exit 1; }
-python3 - "$D/hf.json" <<'PY'
-import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-base = r["true"]["median"]
-print(f"{'command':28} {'median ms':>10} {'over true':>10}  (min..max ms)")
-for name, x in r.items():
-    print(f"{name:28} {x['median']*1e3:10.1f} {(x['median']-base)*1e3:10.1f}  ({x['min']*1e3:.1f}..{x['max']*1e3:.1f})")
+# Interleaved, not one command after the other (as hyperfine does): on a shared machine
+# the load drifts, and each round measures every command under the same conditions.
+python3 - "$RUNS" <<PY
+import statistics, subprocess, sys, time
+runs = int(sys.argv[1])
+cmds = {
+    "true": "$in_gw true",
+    "bwrap (floor)": "$in_gw bwrap --ro-bind / / --unshare-pid --die-with-parent true",
+    "ip netns add+del (floor)": "ip netns add $GW-x && ip netns del $GW-x",
+    "airlock run, daemon": "$in_gw $AIRLOCK run --control $D/control.sock -- true",
+    "airlock run, embedded": "$in_gw $AIRLOCK run --control $D/none.sock -c $D/airlock.yaml -- true",
+}
+times = {k: [] for k in cmds}
+for i in range(runs + 3):
+    for name, cmd in cmds.items():
+        t = time.perf_counter()
+        subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if i >= 3:  # warm-up rounds
+            times[name].append((time.perf_counter() - t) * 1000)
+base = statistics.median(times["true"])
+print(f"{'command':28} {'median ms':>10} {'over true':>10}  (p10..p90 ms)")
+for name, t in times.items():
+    q = statistics.quantiles(t, n=10)
+    print(f"{name:28} {statistics.median(t):10.1f} {statistics.median(t) - base:10.1f}  ({q[0]:.1f}..{q[-1]:.1f})")
 PY
+AIRLOCK_TIMINGS=1 $in_gw "$AIRLOCK" run --control "$D/control.sock" -- true 2>&1 | grep timings || true
 
 count() {
   local netns veth nft cg state

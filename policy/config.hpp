@@ -86,9 +86,11 @@ struct dns_config {
 struct limits_config {
   std::uint64_t connections = 20000;            // open at once, the whole daemon
   std::uint64_t pending_handshakes = 2000;      // accepted, first bytes not judged yet
-  std::uint64_t session_connections = 512;      // open at once, per session
-  double session_connections_per_second = 100;  // new, per session (bursts of twice that)
-  std::uint64_t session_bytes_up = 0;           // over the session's life; 0: no budget
+  // Per session, off by default (0): the default policy's one session covers every
+  // client of a gateway, and a shared limit there would throttle them all together.
+  std::uint64_t session_connections = 0;        // open at once, per session
+  double session_connections_per_second = 0;    // new, per session (bursts of twice that)
+  std::uint64_t session_bytes_up = 0;           // over the session's life
   std::uint64_t session_bytes_down = 0;
 };
 

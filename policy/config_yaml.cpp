@@ -132,6 +132,12 @@ class loader {
       const auto v = n[key];
       if (!v) return;
       const std::string text = v.IsScalar() ? v.Scalar() : std::string();
+      // 0 turns a per-session limit off; the daemon-wide caps must stay above zero.
+      const bool per_session = std::string_view(key).starts_with("session_");
+      if (per_session && text == "0") {
+        into = 0;
+        return;
+      }
       auto parsed = bytes ? parse_size(text) : parse_count(text, 1, std::uint64_t{1} << 32);
       if (parsed.has_value()) into = *parsed;
       else r_.error(v, std::string("limits.") + key + ": " + parsed.error());
@@ -144,10 +150,10 @@ class loader {
     if (auto v = n["session_connections_per_second"]) {
       try {
         out.session_connections_per_second = v.as<double>();
-        if (out.session_connections_per_second > 0) return;
+        if (out.session_connections_per_second >= 0) return;
       } catch (const YAML::Exception&) {
       }
-      r_.error(v, "limits.session_connections_per_second: expected a positive number");
+      r_.error(v, "limits.session_connections_per_second: expected a number (0: no limit)");
     }
   }
 

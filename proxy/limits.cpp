@@ -32,8 +32,8 @@ std::string_view limiter::ticket::admit(const std::string& session) {
              .first;
   session_ = &it->second;
   ++session_->open;
-  if (session_->open > l.session_connections) return "session_connections";
-  if (!session_->bucket.take(now)) return "session_connections_per_second";
+  if (l.session_connections && session_->open > l.session_connections) return "session_connections";
+  if (l.session_connections_per_second > 0 && !session_->bucket.take(now)) return "session_connections_per_second";
   if (l.session_bytes_up && session_->bytes_up >= l.session_bytes_up) return "session_bytes_up";
   if (l.session_bytes_down && session_->bytes_down >= l.session_bytes_down) return "session_bytes_down";
   return {};

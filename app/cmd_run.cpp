@@ -72,15 +72,20 @@ int run_run_command(args a) {
   }
   o.ca_certificate = inspection_ca(config);
 
-  auto open_daemon = [&](const boost::asio::ip::address_v4& gateway)
-      -> boost::system::result<launcher::daemon_link, std::string> {
+  launcher::daemon_source daemons;
+  daemons.running = [&]() -> std::optional<launcher::daemon_link> {
     auto client = core::connect_control(control);
-    if (client) {
-      if (config) std::fprintf(stderr, "airlock: using the daemon at %s; -c %s applies to embedded runs only\n",
-                               control.c_str(), config->c_str());
-      return launcher::daemon_link{std::move(*client), "the daemon at " + control, control};
+    if (!client) {
+      std::fprintf(stderr, "airlock: %s; starting an embedded daemon for this sandbox\n", client.error().c_str());
+      return std::nullopt;
     }
-    std::fprintf(stderr, "airlock: %s; starting an embedded daemon for this sandbox\n", client.error().c_str());
+    if (config)
+      std::fprintf(stderr, "airlock: using the daemon at %s; -c %s applies to embedded runs only\n", control.c_str(),
+                   config->c_str());
+    return launcher::daemon_link{std::move(*client), "the daemon at " + control, control};
+  };
+  daemons.embedded = [&](const boost::asio::ip::address_v4& gateway)
+      -> boost::system::result<launcher::daemon_link, std::string> {
     core::embedded_options eo;
     if (config) eo.config_path = *config;
     if (log) eo.decisions_log = *log;
@@ -89,7 +94,7 @@ int run_run_command(args a) {
     if (!embedded) return "start an embedded daemon: " + embedded.error();
     return launcher::daemon_link{std::move(*embedded), "an embedded daemon", ""};
   };
-  return launcher::run_sandbox(o, open_daemon);
+  return launcher::run_sandbox(o, daemons);
 }
 
 }  // namespace airlock::app

@@ -22,6 +22,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
+#include <system_error>
 #include <span>
 #include <sstream>
 
@@ -76,6 +78,17 @@ bool inside(const fs::path& p, const fs::path& dir) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
+// Runs `f` on a helper thread (or, should no thread be available, when asked for the
+// result). The future's destructor waits, so an early return never leaves it running.
+template <typename F>
+auto in_parallel(F f) {
+  try {
+    return std::async(std::launch::async, f);
+  } catch (const std::system_error&) {
+    return std::async(std::launch::deferred, f);
+  }
+}
+
 class sandbox {
  public:
   explicit sandbox(const run_options& o) : o_(o), store_(o.state_dir) {}
@@ -83,7 +96,7 @@ class sandbox {
   sandbox& operator=(const sandbox&) = delete;
   ~sandbox() { teardown(); }
 
-  int run(const daemon_opener& open_daemon);
+  int run(const daemon_source& daemons);
 
  private:
   int refuse(std::string_view step, const std::string& why) {
@@ -94,7 +107,8 @@ class sandbox {
   step_result make_cgroups();
   step_result make_copy();
   step_result make_network();
-  step_result reach_daemon(const daemon_opener& open_daemon);
+  step_result ask_running_daemon(const daemon_source& daemons);
+  step_result reach_daemon(const daemon_source& daemons);
   step_result install_rules();
   step_result register_session();
   step_result start_child();
@@ -132,7 +146,7 @@ class sandbox {
   pid_t child_ = 0;
 };
 
-int sandbox::run(const daemon_opener& open_daemon) {
+int sandbox::run(const daemon_source& daemons) {
   const auto started = clock::now();
   auto sig = take_signals();
   if (!sig) return refuse("signals", sig.error());
@@ -166,14 +180,25 @@ int sandbox::run(const daemon_opener& open_daemon) {
   if (auto r = make_cgroups(); !r) return refuse("cgroup", r.error());
   mark("cgroups");
   if (auto r = make_copy(); !r) return refuse("working directory copy", r.error());
-  if (auto r = make_network(); !r) return refuse("network", r.error());
-  mark("netns+veth");
-  if (auto r = reach_daemon(open_daemon); !r) return refuse("daemon", r.error());
-  mark("daemon");
-  if (auto r = install_rules(); !r) return refuse("nftables", r.error());
-  mark("nft");
-  if (auto r = register_session(); !r) return refuse("session", r.error());
-  mark("session");
+  {
+    // The namespace and a running daemon's answer do not depend on each other: the
+    // namespace is made on a helper thread meanwhile.
+    auto network = in_parallel([this] { return make_network(); });
+    auto asked = ask_running_daemon(daemons);
+    if (auto r = network.get(); !r) return refuse("network", r.error());
+    if (!asked) return refuse("daemon", asked.error());
+  }
+  mark("netns+veth, daemon");
+  if (auto r = reach_daemon(daemons); !r) return refuse("daemon", r.error());
+  mark("daemon checks");
+  {
+    // Nor do the gateway's table and the session.
+    auto rules = in_parallel([this] { return install_rules(); });
+    auto session = register_session();
+    if (auto r = rules.get(); !r) return refuse("nftables", r.error());
+    if (!session) return refuse("session", session.error());
+  }
+  mark("nft, session");
   if (auto s = pending_signal()) {
     say("interrupted before CMD started");
     return 128 + *s;
@@ -296,15 +321,27 @@ step_result sandbox::make_network() {
   return {};
 }
 
-step_result sandbox::reach_daemon(const daemon_opener& open_daemon) {
-  auto link = open_daemon(gateway_);
-  if (!link) return link.error();
+step_result sandbox::ask_running_daemon(const daemon_source& daemons) {
+  auto link = daemons.running();
+  if (!link) return {};
   daemon_ = std::move(*link);
-  record_->control = daemon_.control_socket;
-  if (auto s = store_.save(*record_); !s) return s.error();
   auto ports = daemon_.api->listeners();
   if (!ports) return "ask " + daemon_.description + " for its listeners: " + ports.error();
   ports_ = *ports;
+  return {};
+}
+
+step_result sandbox::reach_daemon(const daemon_source& daemons) {
+  if (!daemon_.api) {
+    auto link = daemons.embedded(gateway_);
+    if (!link) return link.error();
+    daemon_ = std::move(*link);
+    auto ports = daemon_.api->listeners();
+    if (!ports) return "ask " + daemon_.description + " for its listeners: " + ports.error();
+    ports_ = *ports;
+  }
+  record_->control = daemon_.control_socket;
+  if (auto s = store_.save(*record_); !s) return s.error();
   if (!ports_.reachable_from_sandbox || ports_.proxy == 0 || ports_.dns == 0)
     return daemon_.description +
            " listens on loopback only, where a sandbox's redirected traffic cannot arrive; "
@@ -499,9 +536,9 @@ void sandbox::teardown() {
 
 }  // namespace
 
-int run_sandbox(const run_options& options, const daemon_opener& open_daemon) {
+int run_sandbox(const run_options& options, const daemon_source& daemons) {
   sandbox s(options);
-  return s.run(open_daemon);
+  return s.run(daemons);
 }
 
 }  // namespace airlock::launcher

@@ -58,11 +58,15 @@ struct daemon_link {
   std::string description;
   std::string control_socket;  // empty for an embedded daemon; recorded so `airlock gc` can end the session
 };
-// Called once the gateway address exists (an embedded daemon listens there).
-using daemon_opener =
-    std::function<boost::system::result<daemon_link, std::string>(const boost::asio::ip::address_v4& gateway)>;
+// Where the daemon comes from: a running one, asked while the namespace is being made,
+// or, when none answers, an embedded one, started once the gateway address exists (it
+// listens there).
+struct daemon_source {
+  std::function<std::optional<daemon_link>()> running;  // nothing: none answers (the caller says so)
+  std::function<boost::system::result<daemon_link, std::string>(const boost::asio::ip::address_v4& gateway)> embedded;
+};
 
 // Runs CMD in a fresh sandbox; returns airlock's exit status.
-int run_sandbox(const run_options& options, const daemon_opener& open_daemon);
+int run_sandbox(const run_options& options, const daemon_source& daemons);
 
 }  // namespace airlock::launcher

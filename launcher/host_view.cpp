@@ -26,13 +26,15 @@ std::vector<system_entry> system_entries() {
 std::vector<fs::path> masked_files() {
   std::vector<fs::path> out;
   std::error_code ec;
+  // Only what the caller could read anyway needs covering (two mounts each, about 0.2 ms):
+  // as root, all of them; as a user, usually none.
+  auto secret = [&](const fs::path& p) { return fs::is_regular_file(fs::symlink_status(p, ec)) && ::access(p.c_str(), R_OK) == 0; };
   for (const char* p : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
                         "/etc/security/opasswd"})
-    if (fs::is_regular_file(fs::symlink_status(p, ec))) out.emplace_back(p);
+    if (secret(p)) out.emplace_back(p);
   for (const auto& e : fs::directory_iterator("/etc/ssh", ec)) {
     const auto name = e.path().filename().string();
-    if (name.starts_with("ssh_host_") && name.ends_with("_key") && fs::is_regular_file(e.symlink_status(ec)))
-      out.push_back(e.path());
+    if (name.starts_with("ssh_host_") && name.ends_with("_key") && secret(e.path())) out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());
   return out;

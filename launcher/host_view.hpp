@@ -18,8 +18,8 @@ using host_result = boost::system::result<T, std::string>;
 // /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32, /etc, /opt as far as they exist.
 std::vector<system_entry> system_entries();
 
-// Files in /etc a workload never needs and root could read: shadow passwords, sudoers,
-// SSH host keys. Covered with /dev/null.
+// Files in /etc a workload never needs and the caller could read (root: all of them):
+// shadow passwords, sudoers, SSH host keys. Covered with /dev/null.
 std::vector<std::filesystem::path> masked_files();
 
 // The path /etc/resolv.conf resolves to (following symlinks, e.g. into /run/systemd),

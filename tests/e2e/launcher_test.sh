@@ -154,6 +154,8 @@ expect "only stdin, stdout and stderr are inherited (no daemon or control socket
 # 3. Filesystem and environment.
 expect "the home directory is empty: ~/.ssh is not there" body_is "end" run -- sh -c 'ls -A "$HOME"; echo end'
 expect "host sockets in /run are not there" run -- test ! -e "$HOST_SOCK"
+expect_not "root's secrets in /etc are covered (the workload runs as root here)" run -- grep -q root /etc/shadow
+expect "  while the rest of /etc is there" run -- grep -q '^root:' /etc/passwd
 expect "/run, /var/tmp and /tmp are empty tmpfs (but for what is bound there: the test CA)" \
   body_is "$(basename "$W") end" run --no-cwd -- sh -c 'ls -A /run; ls -A /var/tmp; echo $(ls -A /tmp) end'
 expect "secrets in the parent's environment are not passed" body_is "end" \

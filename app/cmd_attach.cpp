@@ -30,8 +30,10 @@ int run_attach_command(args a) {
   o.allow = r.values("--allow");
   for (const auto& l : r.values("--label")) {
     const auto eq = l.find('=');
-    if (eq == std::string::npos || eq == 0) r.fail("--label '" + l + "': expected KEY=VALUE");
-    else o.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0)
+      r.fail("--label '" + l + "': expected KEY=VALUE");
+    else
+      o.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
   }
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
   if (!netns) r.fail("--netns PATH|NAME is required");
@@ -50,8 +52,9 @@ int run_attach_command(args a) {
     return exit_error;
   }
   std::printf("%s\n", rec->session.c_str());
-  std::fprintf(stderr, "airlock: attached %s as session %s (address %s, gateway %s); 'airlock detach --netns %s' undoes it\n",
-               o.netns.c_str(), rec->session.c_str(), rec->sandbox_ip.c_str(), rec->gateway_ip.c_str(), o.netns.c_str());
+  std::fprintf(
+      stderr, "airlock: attached %s as session %s (address %s, gateway %s); 'airlock detach --netns %s' undoes it\n",
+      o.netns.c_str(), rec->session.c_str(), rec->sandbox_ip.c_str(), rec->gateway_ip.c_str(), o.netns.c_str());
   return exit_ok;
 }
 

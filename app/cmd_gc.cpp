@@ -13,7 +13,8 @@ int run_gc_command(args a) {
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
   if (r.failed()) return r.usage_error();
   const launcher::state_store store;
-  auto end_session = [](const std::string& control, const std::string& session) -> boost::system::result<void, std::string> {
+  auto end_session = [](const std::string& control,
+                        const std::string& session) -> boost::system::result<void, std::string> {
     auto client = core::connect_control(control);
     if (!client) return client.error();
     auto totals = (*client)->remove_session(session);

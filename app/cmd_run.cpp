@@ -38,32 +38,38 @@ int run_run_command(args a) {
   o.allow = r.values("--allow");
   for (const auto& l : r.values("--label")) {
     const auto eq = l.find('=');
-    if (eq == std::string::npos || eq == 0) r.fail("--label '" + l + "': expected KEY=VALUE");
-    else o.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0)
+      r.fail("--label '" + l + "': expected KEY=VALUE");
+    else
+      o.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
   }
   for (const auto& d : r.values("--ro")) o.ro.emplace_back(d);
   for (const auto& d : r.values("--rw")) o.rw.emplace_back(d);
   const bool ro_cwd = r.flag("--ro-cwd"), copy_cwd = r.flag("--copy-cwd"), no_cwd = r.flag("--no-cwd");
   if (static_cast<int>(ro_cwd) + static_cast<int>(copy_cwd) + static_cast<int>(no_cwd) > 1)
     r.fail("--ro-cwd, --copy-cwd and --no-cwd exclude each other");
-  o.cwd = ro_cwd ? launcher::cwd_mode::read_only
+  o.cwd = ro_cwd     ? launcher::cwd_mode::read_only
           : copy_cwd ? launcher::cwd_mode::copy
           : no_cwd   ? launcher::cwd_mode::none
                      : launcher::cwd_mode::read_write;
   auto quantity = [&](std::string_view flag, auto parse, auto& out) {
     if (auto v = r.value("", flag)) {
       auto p = parse(*v);
-      if (p) out = *p;
-      else r.fail(std::string(flag) + " " + p.error());
+      if (p)
+        out = *p;
+      else
+        r.fail(std::string(flag) + " " + p.error());
     }
   };
   quantity("--memory", launcher::parse_size, o.limits.memory_bytes);
-  quantity("--pids", [](std::string_view t) { return launcher::parse_count(t, 8, 4194304); }, o.limits.pids);
+  quantity(
+      "--pids", [](std::string_view t) { return launcher::parse_count(t, 8, 4194304); }, o.limits.pids);
   quantity("--cpus", launcher::parse_cpus, o.limits.cpus);
   quantity("--timeout", launcher::parse_duration, o.timeout);
   o.env = r.values("--env");
   if (auto v = r.value("", "--pool")) o.pool = *v;
-  if (r.flag("--keep-env")) r.fail("--keep-env is not offered (it would hand every secret to CMD); name each variable with --env VAR");
+  if (r.flag("--keep-env"))
+    r.fail("--keep-env is not offered (it would hand every secret to CMD); name each variable with --env VAR");
   o.command = r.positionals();
   if (!r.failed() && o.command.empty()) r.fail("no command: airlock run [OPTIONS] -- CMD [ARG...]");
   if (r.failed()) {
@@ -84,8 +90,8 @@ int run_run_command(args a) {
                    config->c_str());
     return launcher::daemon_link{std::move(*client), "the daemon at " + control, control};
   };
-  daemons.embedded = [&](const boost::asio::ip::address_v4& gateway)
-      -> boost::system::result<launcher::daemon_link, std::string> {
+  daemons.embedded =
+      [&](const boost::asio::ip::address_v4& gateway) -> boost::system::result<launcher::daemon_link, std::string> {
     core::embedded_options eo;
     if (config) eo.config_path = *config;
     if (log) eo.decisions_log = *log;

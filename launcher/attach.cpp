@@ -24,7 +24,8 @@ boost::system::result<T, std::string> fail(std::string message) {
 }
 
 step_result disable_ipv6_here() {
-  for (const char* path : {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
+  for (const char* path :
+       {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
     unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
     if (!fd) {
       if (errno == ENOENT) continue;
@@ -75,17 +76,19 @@ std::string guard_ruleset(const std::string& table, const std::string& iface, co
   return "table inet " + table + " {\n" +
          "  chain dns {\n"
          "    type nat hook output priority -100; policy accept;\n"
-         "    oifname != \"lo\" udp dport 53 dnat ip to " + gateway_ip + "\n" +
-         "    oifname != \"lo\" tcp dport 53 dnat ip to " + gateway_ip + "\n" +
+         "    oifname != \"lo\" udp dport 53 dnat ip to " +
+         gateway_ip + "\n" + "    oifname != \"lo\" tcp dport 53 dnat ip to " + gateway_ip + "\n" +
          "  }\n"
          "  chain source {\n"
          "    type nat hook postrouting priority srcnat; policy accept;\n"
-         "    " + out + " ip saddr != " + address + " snat ip to " + address + "\n" +
+         "    " +
+         out + " ip saddr != " + address + " snat ip to " + address + "\n" +
          "  }\n"
          "  chain egress {\n"
          "    type filter hook postrouting priority filter; policy drop;\n"
          "    oifname \"lo\" accept\n"
-         "    " + out + " meta nfproto ipv4 accept\n" +
+         "    " +
+         out + " meta nfproto ipv4 accept\n" +
          "  }\n"
          "  chain forward {\n"
          "    type filter hook forward priority filter; policy drop;\n"

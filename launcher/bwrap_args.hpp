@@ -32,22 +32,22 @@ struct bind_entry {
 };
 
 struct fd_file {
-  int fd = -1;                    // read by bwrap; the caller keeps it open (not close-on-exec) until exec
-  std::filesystem::path target;   // where it appears, read-only
+  int fd = -1;                   // read by bwrap; the caller keeps it open (not close-on-exec) until exec
+  std::filesystem::path target;  // where it appears, read-only
 };
 
 struct sandbox_spec {
   std::filesystem::path bwrap = "/usr/bin/bwrap";
-  std::vector<system_entry> system;       // e.g. /usr, /etc, /bin -> usr/bin, /lib, /lib64, /opt
+  std::vector<system_entry> system;           // e.g. /usr, /etc, /bin -> usr/bin, /lib, /lib64, /opt
   std::vector<std::filesystem::path> masked;  // files covered by /dev/null (/etc/shadow, ssh host keys)
-  std::filesystem::path home;             // an empty tmpfs
-  std::optional<bind_entry> workdir;      // the working directory (or its disposable copy)
-  std::filesystem::path chdir;            // where CMD starts
-  std::vector<bind_entry> binds;          // --ro and --rw, in the order given
-  std::vector<fd_file> files;             // resolv.conf, the CA files
+  std::filesystem::path home;                 // an empty tmpfs
+  std::optional<bind_entry> workdir;          // the working directory (or its disposable copy)
+  std::filesystem::path chdir;                // where CMD starts
+  std::vector<bind_entry> binds;              // --ro and --rw, in the order given
+  std::vector<fd_file> files;                 // resolv.conf, the CA files
   std::string hostname = "airlock";
-  int status_fd = -1;                     // bwrap's --json-status-fd: child pid, then CMD's exit code
-  std::vector<std::string> command;       // CMD ARG...
+  int status_fd = -1;                // bwrap's --json-status-fd: child pid, then CMD's exit code
+  std::vector<std::string> command;  // CMD ARG...
 };
 
 // argv for execve, argv[0] being spec.bwrap. Mount order matters and is: system, /dev and

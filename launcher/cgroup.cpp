@@ -91,7 +91,10 @@ layout read_layout(const cgroup_host& host) {
       std::istringstream opts(super);
       std::string o;
       while (std::getline(opts, o, ',')) {
-        std::optional<layout::v1>* slot = o == "memory" ? &l.memory : o == "pids" ? &l.pids : o == "cpu" ? &l.cpu : nullptr;
+        std::optional<layout::v1>* slot = o == "memory" ? &l.memory
+                                          : o == "pids" ? &l.pids
+                                          : o == "cpu"  ? &l.cpu
+                                                        : nullptr;
         if (slot == nullptr || *slot || !own.contains(o)) continue;
         std::string path = own[o];
         if (root != "/" && path.starts_with(root)) path = path.substr(root.size());
@@ -139,18 +142,24 @@ boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& 
     }
     // `ip netns exec` remounts /sys for its namespace, which hides /sys/fs/cgroup.
     const bool none = l.v2_mount.empty() && !l.memory && !l.pids && !l.cpu;
-    std::string why = none ? "no cgroup hierarchy is mounted here (under 'ip netns exec', which remounts /sys, "
-                             "use 'nsenter --net=/run/netns/NAME airlock run ...' instead)"
-                      : l.v2_mount.empty()  ? "no cgroup v2 hierarchy is mounted"
-                      : plan.v2.empty()     ? "cgroup v2 at " + l.v2_mount.string() + " is not writable"
-                                            : "cgroup v2 at " + l.v2_mount.string() + " has no " + std::string(controller) +
-                                              " controller";
+    std::string why;
+    if (none)
+      why =
+          "no cgroup hierarchy is mounted here (under 'ip netns exec', which remounts /sys, "
+          "use 'nsenter --net=/run/netns/NAME airlock run ...' instead)";
+    else if (l.v2_mount.empty())
+      why = "no cgroup v2 hierarchy is mounted";
+    else if (plan.v2.empty())
+      why = "cgroup v2 at " + l.v2_mount.string() + " is not writable";
+    else
+      why = "cgroup v2 at " + l.v2_mount.string() + " has no " + std::string(controller) + " controller";
     if (!v1 && !none) why += ", and no cgroup v1 hierarchy has it either";
     return fail<void>("cannot install the " + std::string(controller) + " limit: " + why +
                       "; run as root on a host with cgroup v2 (or v1 " + std::string(controller) +
                       ") mounted read-write, or drop --memory/--pids/--cpus");
   };
-  if (auto r = place(limits.memory_bytes.has_value(), "memory", l.memory, plan.memory); !r) return fail<cgroup_plan>(r.error());
+  if (auto r = place(limits.memory_bytes.has_value(), "memory", l.memory, plan.memory); !r)
+    return fail<cgroup_plan>(r.error());
   if (auto r = place(limits.pids.has_value(), "pids", l.pids, plan.pids); !r) return fail<cgroup_plan>(r.error());
   if (auto r = place(limits.cpus.has_value(), "cpu", l.cpu, plan.cpu); !r) return fail<cgroup_plan>(r.error());
   return plan;
@@ -187,9 +196,11 @@ boost::system::result<sandbox_cgroup, std::string> sandbox_cgroup::create(const 
   if (limits.memory_bytes) {
     const auto bytes = std::to_string(*limits.memory_bytes);
     if (plan.memory == plan.v2) {
-      if (auto r = set(plan.memory / "memory.max", bytes); !r) return fail<sandbox_cgroup>("memory limit: " + r.error());
+      if (auto r = set(plan.memory / "memory.max", bytes); !r)
+        return fail<sandbox_cgroup>("memory limit: " + r.error());
       if (fs::exists(plan.memory / "memory.swap.max"))
-        if (auto r = set(plan.memory / "memory.swap.max", "0"); !r) return fail<sandbox_cgroup>("memory limit: " + r.error());
+        if (auto r = set(plan.memory / "memory.swap.max", "0"); !r)
+          return fail<sandbox_cgroup>("memory limit: " + r.error());
     } else {
       if (auto r = set(plan.memory / "memory.limit_in_bytes", bytes); !r)
         return fail<sandbox_cgroup>("memory limit: " + r.error());

@@ -30,8 +30,8 @@ struct cgroup_limits {
 // Where each piece goes; computed before anything is created, so the state file can list
 // every directory before it exists (airlock gc then finds even a half-made setup).
 struct cgroup_plan {
-  std::filesystem::path v2;                     // empty: no writable cgroup v2 hierarchy
-  std::filesystem::path memory, pids, cpu;      // each: v2 (same as `v2`), a v1 directory, or empty
+  std::filesystem::path v2;                         // empty: no writable cgroup v2 hierarchy
+  std::filesystem::path memory, pids, cpu;          // each: v2 (same as `v2`), a v1 directory, or empty
   std::vector<std::filesystem::path> dirs() const;  // the distinct directories, v2 first
 };
 
@@ -54,7 +54,8 @@ class sandbox_cgroup {
  public:
   // Creates the planned directories and writes the limits. On error, what was created
   // is removed again.
-  static boost::system::result<sandbox_cgroup, std::string> create(const cgroup_plan& plan, const cgroup_limits& limits);
+  static boost::system::result<sandbox_cgroup, std::string> create(const cgroup_plan& plan,
+                                                                   const cgroup_limits& limits);
 
   sandbox_cgroup(sandbox_cgroup&&) = default;
   sandbox_cgroup& operator=(sandbox_cgroup&&) = default;

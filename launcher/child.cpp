@@ -39,8 +39,21 @@ struct child_failure {
   int step;
   int error;
 };
-constexpr const char* step_names[] = {"", "join the cgroup", "enter the network namespace", "close inherited files",
-                                      "keep bwrap's files open", "exec bwrap"};
+// The steps before exec, as the child reports them.
+std::string step_name(int step) {
+  switch (step) {
+    case 1:
+      return "join the cgroup";
+    case 2:
+      return "enter the network namespace";
+    case 3:
+      return "close inherited files";
+    case 4:
+      return "keep bwrap's files open";
+    default:
+      return "exec bwrap";
+  }
+}
 
 [[noreturn]] __attribute__((no_sanitize("address"))) void child_fail(int pipe_fd, int step) {
   const child_failure f{step, errno};
@@ -49,7 +62,9 @@ constexpr const char* step_names[] = {"", "join the cgroup", "enter the network 
 }
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
-int pidfd_send_signal(int fd, int sig) { return static_cast<int>(::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0)); }
+int pidfd_send_signal(int fd, int sig) {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0));
+}
 
 std::optional<long> json_number(const std::string& text, std::string_view key) {
   const auto k = text.find("\"" + std::string(key) + "\"");
@@ -164,8 +179,15 @@ boost::system::result<pid_t, std::string> spawn_child(const child_spec& spec) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return fail<pid_t>("pipe: " + errno_text());
   unique_fd report_read(pipe_fds[0]), report_write(pipe_fds[1]);
-  const child_args args{report_write.get(), ::getpid(),     procs.data(),           procs.size(), spec.netns_fd,
-                        spec.inherit_fds.data(), spec.inherit_fds.size(), spec.executable.c_str(), argv.data(),
+  const child_args args{report_write.get(),
+                        ::getpid(),
+                        procs.data(),
+                        procs.size(),
+                        spec.netns_fd,
+                        spec.inherit_fds.data(),
+                        spec.inherit_fds.size(),
+                        spec.executable.c_str(),
+                        argv.data(),
                         envp.data()};
 
   // Like posix_spawn: the child borrows our memory instead of copying the page tables of
@@ -189,7 +211,7 @@ boost::system::result<pid_t, std::string> spawn_child(const child_spec& spec) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (n != static_cast<ssize_t>(sizeof f) || f.step < 1 || f.step > 5) return fail<pid_t>("the child died before exec");
-  std::string what = step_names[f.step];
+  std::string what = step_name(f.step);
   if (f.step == 5) what += " (" + spec.executable + ")";
   return fail<pid_t>(what + ": " + errno_text(f.error));
 }
@@ -208,7 +230,7 @@ child_outcome supervise(pid_t child, const supervise_options& o) {
 
   auto kill_everything = [&] {
     if (init_fd) pidfd_send_signal(init_fd.get(), SIGKILL);  // the pid namespace dies with its init
-    if (!child_done) ::kill(child, SIGKILL);                  // and bwrap's reaper dies with bwrap
+    if (!child_done) ::kill(child, SIGKILL);                 // and bwrap's reaper dies with bwrap
   };
   auto forward = [&](int sig) {
     if (!init_fd) {
@@ -281,7 +303,8 @@ child_outcome supervise(pid_t child, const supervise_options& o) {
         // bwrap wrote CMD's exit code before exiting: take what is in the pipe now.
         char buf[512];
         ssize_t r;
-        while (status_open && (r = ::read(o.status_fd, buf, sizeof buf)) > 0) status_text.append(buf, static_cast<std::size_t>(r));
+        while (status_open && (r = ::read(o.status_fd, buf, sizeof buf)) > 0)
+          status_text.append(buf, static_cast<std::size_t>(r));
         if (!out.cmd_status)
           if (auto c = json_number(status_text, "exit-code")) out.cmd_status = static_cast<int>(*c);
       }

@@ -18,7 +18,7 @@
 namespace airlock::launcher {
 
 struct child_spec {
-  std::string executable;                 // bwrap
+  std::string executable;  // bwrap
   std::vector<std::string> argv, envp;
   std::vector<std::string> cgroup_procs;  // joined (by writing "0") before exec
   int netns_fd = -1;                      // entered before exec

@@ -29,8 +29,8 @@ struct env_request {
 // The child's environment as "NAME=VALUE" strings, in a stable order (parent's order,
 // then named-only values, then forced ones). PATH is set to `default_path` when the
 // parent has none. Errors name the bad --env argument.
-boost::system::result<std::vector<std::string>, std::string> filter_environment(
-    std::span<const std::string> parent, const env_request& request);
+boost::system::result<std::vector<std::string>, std::string> filter_environment(std::span<const std::string> parent,
+                                                                                const env_request& request);
 
 // Reads `environ` into strings (the one impure helper, for the caller).
 std::vector<std::string> current_environment();

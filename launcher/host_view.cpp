@@ -28,9 +28,11 @@ std::vector<fs::path> masked_files() {
   std::error_code ec;
   // Only what the caller could read anyway needs covering (two mounts each, about 0.2 ms):
   // as root, all of them; as a user, usually none.
-  auto secret = [&](const fs::path& p) { return fs::is_regular_file(fs::symlink_status(p, ec)) && ::access(p.c_str(), R_OK) == 0; };
-  for (const char* p : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
-                        "/etc/security/opasswd"})
+  auto secret = [&](const fs::path& p) {
+    return fs::is_regular_file(fs::symlink_status(p, ec)) && ::access(p.c_str(), R_OK) == 0;
+  };
+  for (const char* p :
+       {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd"})
     if (secret(p)) out.emplace_back(p);
   for (const auto& e : fs::directory_iterator("/etc/ssh", ec)) {
     const auto name = e.path().filename().string();

@@ -58,7 +58,8 @@ nl_result<rtnetlink> rtnetlink::open() {
 nl_result<int> rtnetlink::transact(std::vector<char>& message) {
   const auto seq = seq_++;
   std::memcpy(message.data() + offsetof(nlmsghdr, nlmsg_seq), &seq, sizeof seq);
-  if (::send(fd_.get(), message.data(), message.size(), 0) < 0) return nl_result<int>(boost::system::in_place_error, kernel_error("netlink send", errno));
+  if (::send(fd_.get(), message.data(), message.size(), 0) < 0)
+    return nl_result<int>(boost::system::in_place_error, kernel_error("netlink send", errno));
   std::array<char, 8192> buf{};
   for (int reads = 0; reads < 64; ++reads) {
     const auto n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
@@ -67,13 +68,14 @@ nl_result<int> rtnetlink::transact(std::vector<char>& message) {
       return nl_result<int>(boost::system::in_place_error, kernel_error("netlink recv", errno));
     }
     std::optional<int> answer;
-    for_each_message(buf.data(), static_cast<std::size_t>(n), [&](const nlmsghdr& h, const char* data, std::size_t len) {
-      if (h.nlmsg_seq != seq || h.nlmsg_type != NLMSG_ERROR || len < sizeof(nlmsgerr)) return true;
-      nlmsgerr e{};
-      std::memcpy(&e, data, sizeof e);
-      answer = -e.error;
-      return false;
-    });
+    for_each_message(buf.data(), static_cast<std::size_t>(n),
+                     [&](const nlmsghdr& h, const char* data, std::size_t len) {
+                       if (h.nlmsg_seq != seq || h.nlmsg_type != NLMSG_ERROR || len < sizeof(nlmsgerr)) return true;
+                       nlmsgerr e{};
+                       std::memcpy(&e, data, sizeof e);
+                       answer = -e.error;
+                       return false;
+                     });
     if (answer) return *answer;
   }
   return nl_result<int>(boost::system::in_place_error, std::string("netlink: no acknowledgement from the kernel"));
@@ -107,7 +109,8 @@ nl_result<int> rtnetlink::link_index(const std::string& name) {
   auto& m = r.finish();
   const auto seq = seq_++;
   std::memcpy(m.data() + offsetof(nlmsghdr, nlmsg_seq), &seq, sizeof seq);
-  if (::send(fd_.get(), m.data(), m.size(), 0) < 0) return nl_result<int>(boost::system::in_place_error, kernel_error("netlink send", errno));
+  if (::send(fd_.get(), m.data(), m.size(), 0) < 0)
+    return nl_result<int>(boost::system::in_place_error, kernel_error("netlink send", errno));
   std::array<char, 8192> buf{};
   std::optional<int> index;
   std::optional<int> error;
@@ -117,20 +120,21 @@ nl_result<int> rtnetlink::link_index(const std::string& name) {
       if (errno == EINTR) continue;
       return nl_result<int>(boost::system::in_place_error, kernel_error("netlink recv", errno));
     }
-    for_each_message(buf.data(), static_cast<std::size_t>(n), [&](const nlmsghdr& h, const char* data, std::size_t len) {
-      if (h.nlmsg_seq != seq) return true;
-      if (h.nlmsg_type == RTM_NEWLINK && len >= sizeof(ifinfomsg)) {
-        ifinfomsg info{};
-        std::memcpy(&info, data, sizeof info);
-        index = info.ifi_index;
-      } else if (h.nlmsg_type == NLMSG_ERROR && len >= sizeof(nlmsgerr)) {
-        nlmsgerr e{};
-        std::memcpy(&e, data, sizeof e);
-        error = -e.error;
-        return false;
-      }
-      return true;
-    });
+    for_each_message(buf.data(), static_cast<std::size_t>(n),
+                     [&](const nlmsghdr& h, const char* data, std::size_t len) {
+                       if (h.nlmsg_seq != seq) return true;
+                       if (h.nlmsg_type == RTM_NEWLINK && len >= sizeof(ifinfomsg)) {
+                         ifinfomsg info{};
+                         std::memcpy(&info, data, sizeof info);
+                         index = info.ifi_index;
+                       } else if (h.nlmsg_type == NLMSG_ERROR && len >= sizeof(nlmsgerr)) {
+                         nlmsgerr e{};
+                         std::memcpy(&e, data, sizeof e);
+                         error = -e.error;
+                         return false;
+                       }
+                       return true;
+                     });
   }
   if (error && *error != 0) return kernel_error(("find link " + name).c_str(), *error);
   if (!index) return "find link " + name + ": no answer";
@@ -197,7 +201,8 @@ request route_request(std::uint16_t type, std::uint16_t flags, const ipv4_route&
   rtmsg m{};
   m.rtm_family = AF_INET;
   m.rtm_dst_len = route.prefix;
-  m.rtm_table = route.table < 256 ? static_cast<unsigned char>(route.table) : static_cast<unsigned char>(RT_TABLE_UNSPEC);
+  m.rtm_table =
+      route.table < 256 ? static_cast<unsigned char>(route.table) : static_cast<unsigned char>(RT_TABLE_UNSPEC);
   m.rtm_protocol = RTPROT_BOOT;
   m.rtm_scope = route.gateway.is_unspecified() ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE;
   m.rtm_type = RTN_UNICAST;
@@ -250,34 +255,37 @@ nl_result<std::vector<ipv4_route>> rtnetlink::default_routes() {
       if (errno == EINTR) continue;
       return nl_result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("netlink recv", errno));
     }
-    for_each_message(buf.data(), static_cast<std::size_t>(n), [&](const nlmsghdr& h, const char* data, std::size_t len) {
-      if (h.nlmsg_seq != seq) return true;
-      if (h.nlmsg_type == NLMSG_DONE) {
-        done = true;
-        return false;
-      }
-      if (h.nlmsg_type == NLMSG_ERROR && len >= sizeof(nlmsgerr)) {
-        nlmsgerr e{};
-        std::memcpy(&e, data, sizeof e);
-        error = -e.error;
-        return false;
-      }
-      if (h.nlmsg_type != RTM_NEWROUTE || len < sizeof(rtmsg)) return true;
-      rtmsg rm{};
-      std::memcpy(&rm, data, sizeof rm);
-      if (rm.rtm_family != AF_INET || rm.rtm_dst_len != 0 || rm.rtm_type != RTN_UNICAST) return true;
-      ipv4_route route;
-      route.table = rm.rtm_table;
-      for_each_attr(data + align4(sizeof rm), len - align4(sizeof rm), [&](std::uint16_t type, const char* p, std::size_t l) {
-        if (type == RTA_GATEWAY) route.gateway = read_v4(p, l);
-        if (type == RTA_OIF && l >= 4) std::memcpy(&route.oif, p, 4);
-        if (type == RTA_TABLE && l >= 4) std::memcpy(&route.table, p, 4);
-      });
-      if (route.table == RT_TABLE_MAIN) out.push_back(route);
-      return true;
-    });
+    for_each_message(buf.data(), static_cast<std::size_t>(n),
+                     [&](const nlmsghdr& h, const char* data, std::size_t len) {
+                       if (h.nlmsg_seq != seq) return true;
+                       if (h.nlmsg_type == NLMSG_DONE) {
+                         done = true;
+                         return false;
+                       }
+                       if (h.nlmsg_type == NLMSG_ERROR && len >= sizeof(nlmsgerr)) {
+                         nlmsgerr e{};
+                         std::memcpy(&e, data, sizeof e);
+                         error = -e.error;
+                         return false;
+                       }
+                       if (h.nlmsg_type != RTM_NEWROUTE || len < sizeof(rtmsg)) return true;
+                       rtmsg rm{};
+                       std::memcpy(&rm, data, sizeof rm);
+                       if (rm.rtm_family != AF_INET || rm.rtm_dst_len != 0 || rm.rtm_type != RTN_UNICAST) return true;
+                       ipv4_route route;
+                       route.table = rm.rtm_table;
+                       for_each_attr(data + align4(sizeof rm), len - align4(sizeof rm),
+                                     [&](std::uint16_t type, const char* p, std::size_t l) {
+                                       if (type == RTA_GATEWAY) route.gateway = read_v4(p, l);
+                                       if (type == RTA_OIF && l >= 4) std::memcpy(&route.oif, p, 4);
+                                       if (type == RTA_TABLE && l >= 4) std::memcpy(&route.table, p, 4);
+                                     });
+                       if (route.table == RT_TABLE_MAIN) out.push_back(route);
+                       return true;
+                     });
   }
-  if (error && *error != 0) return nl_result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("list routes", *error));
+  if (error && *error != 0)
+    return nl_result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("list routes", *error));
   return out;
 }
 

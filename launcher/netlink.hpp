@@ -20,9 +20,9 @@ using nl_result = boost::system::result<T, std::string>;
 struct ipv4_route {
   boost::asio::ip::address_v4 destination;  // 0.0.0.0 with prefix 0: the default route
   std::uint8_t prefix = 0;
-  boost::asio::ip::address_v4 gateway;      // 0.0.0.0: on-link
+  boost::asio::ip::address_v4 gateway;  // 0.0.0.0: on-link
   int oif = 0;
-  std::uint32_t table = 254;                // RT_TABLE_MAIN
+  std::uint32_t table = 254;  // RT_TABLE_MAIN
 };
 
 class rtnetlink {

@@ -28,7 +28,8 @@ nl_result<void> write_net_sysctl(const char* path, const char* value) {
     if (errno == ENOENT) return {};
     return fail<void>(std::string("open ") + path + ": " + errno_text());
   }
-  if (::write(fd.get(), value, std::strlen(value)) < 0) return fail<void>(std::string("write ") + path + ": " + errno_text());
+  if (::write(fd.get(), value, std::strlen(value)) < 0)
+    return fail<void>(std::string("write ") + path + ": " + errno_text());
   return {};
 }
 
@@ -49,7 +50,8 @@ nl_result<sandbox_netns> create_netns(const std::filesystem::path& pin) {
       made = fail<sandbox_netns>("open the new network namespace: " + errno_text());
       return;
     }
-    for (const char* path : {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
+    for (const char* path :
+         {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
       if (auto r = write_net_sysctl(path, "1"); !r) {
         made = fail<sandbox_netns>("disable IPv6 in the sandbox: " + r.error());
         return;
@@ -113,7 +115,7 @@ nl_result<unique_fd> open_netns(const std::string& path_or_name) {
 }
 
 std::string netns_identity(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (fd >= 0) {
     if (::fstat(fd, &st) != 0) return {};
   } else if (::stat("/proc/thread-self/ns/net", &st) != 0) {

@@ -80,7 +80,9 @@ boost::system::result<void, std::string> nft_run(const std::string& commands) {
 
 boost::system::result<bool, std::string> nft_delete_table(const std::string& table, bool defer_close) {
   using netlink_detail::request;
-  auto fail = [](std::string m) { return boost::system::result<bool, std::string>(boost::system::in_place_error, std::move(m)); };
+  auto fail = [](std::string m) {
+    return boost::system::result<bool, std::string>(boost::system::in_place_error, std::move(m));
+  };
   unique_fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
   if (!fd) return fail("nftables: netlink socket: " + errno_text());
   sockaddr_nl local{};

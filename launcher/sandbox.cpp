@@ -52,10 +52,13 @@ bool port_taken(boost::asio::ip::address_v4 address, std::uint16_t port, int typ
 // A sealed in-memory file for bwrap's --ro-bind-data, read from its start.
 boost::system::result<unique_fd, std::string> memory_file(const char* name, const std::string& content) {
   unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
-  if (!fd) return boost::system::result<unique_fd, std::string>(boost::system::in_place_error, std::string("memfd: ") + errno_text());
+  if (!fd)
+    return boost::system::result<unique_fd, std::string>(boost::system::in_place_error,
+                                                         std::string("memfd: ") + errno_text());
   if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
       ::lseek(fd.get(), 0, SEEK_SET) != 0)
-    return boost::system::result<unique_fd, std::string>(boost::system::in_place_error, std::string("memfd write: ") + errno_text());
+    return boost::system::result<unique_fd, std::string>(boost::system::in_place_error,
+                                                         std::string("memfd write: ") + errno_text());
   return fd;
 }
 
@@ -488,7 +491,8 @@ void sandbox::teardown() {
   }
   if (cgroup_) cgroup_->kill();
   if (daemon_.api && !session_.empty()) {
-    if (auto r = daemon_.api->remove_session(session_); !r) problems.push_back("remove session " + session_ + ": " + r.error());
+    if (auto r = daemon_.api->remove_session(session_); !r)
+      problems.push_back("remove session " + session_ + ": " + r.error());
     session_.clear();
   }
   daemon_.api.reset();  // an embedded daemon drains and stops here

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 namespace airlock::launcher {
 namespace fs = std::filesystem;
@@ -36,29 +38,38 @@ bool one_line(const std::string& v) { return v.find('\n') == std::string::npos; 
 
 }  // namespace
 
+// The single-valued text fields, in file order; pid, start_time and the lists are apart.
+constexpr std::pair<std::string_view, std::string sandbox_record::*> text_fields[] = {
+    {"id", &sandbox_record::id},
+    {"kind", &sandbox_record::kind},
+    {"sandbox_ip", &sandbox_record::sandbox_ip},
+    {"gateway_ip", &sandbox_record::gateway_ip},
+    {"netns", &sandbox_record::netns},
+    {"netns_id", &sandbox_record::netns_id},
+    {"gateway_netns", &sandbox_record::gateway_netns},
+    {"veth", &sandbox_record::veth},
+    {"nft_table", &sandbox_record::nft_table},
+    {"guard_table", &sandbox_record::guard_table},
+    {"copy_dir", &sandbox_record::copy_dir},
+    {"session", &sandbox_record::session},
+    {"control", &sandbox_record::control},
+};
+constexpr std::pair<std::string_view, std::vector<std::string> sandbox_record::*> list_fields[] = {
+    {"cgroup", &sandbox_record::cgroups},
+    {"saved_route", &sandbox_record::saved_routes},
+};
+
 std::string to_text(const sandbox_record& r) {
   std::string out;
   auto put = [&](std::string_view key, const std::string& value) {
     if (value.empty() || !one_line(value)) return;
     out.append(key).append("=").append(value).append("\n");
   };
-  put("id", r.id);
-  put("kind", r.kind);
+  for (const auto& [key, field] : text_fields) put(key, r.*field);
   put("pid", r.pid != 0 ? std::to_string(r.pid) : "");
   put("start_time", r.start_time != 0 ? std::to_string(r.start_time) : "");
-  put("sandbox_ip", r.sandbox_ip);
-  put("gateway_ip", r.gateway_ip);
-  put("netns", r.netns);
-  put("netns_id", r.netns_id);
-  put("gateway_netns", r.gateway_netns);
-  put("veth", r.veth);
-  put("nft_table", r.nft_table);
-  put("guard_table", r.guard_table);
-  for (const auto& c : r.cgroups) put("cgroup", c);
-  put("copy_dir", r.copy_dir);
-  put("session", r.session);
-  put("control", r.control);
-  for (const auto& s : r.saved_routes) put("saved_route", s);
+  for (const auto& [key, field] : list_fields)
+    for (const auto& v : r.*field) put(key, v);
   return out;
 }
 
@@ -72,26 +83,17 @@ boost::system::result<sandbox_record, std::string> parse_record(const std::strin
     if (line.empty()) continue;
     const auto eq = line.find('=');
     if (eq == std::string::npos) return fail<sandbox_record>("line " + std::to_string(n) + ": expected key=value");
-    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (key == "id") r.id = value;
-    else if (key == "kind") r.kind = value;
-    else if (key == "pid") {
-      if (!parse_number(value, r.pid)) return fail<sandbox_record>("line " + std::to_string(n) + ": bad pid");
-    } else if (key == "start_time") {
-      if (!parse_number(value, r.start_time)) return fail<sandbox_record>("line " + std::to_string(n) + ": bad start_time");
-    } else if (key == "sandbox_ip") r.sandbox_ip = value;
-    else if (key == "gateway_ip") r.gateway_ip = value;
-    else if (key == "netns") r.netns = value;
-    else if (key == "netns_id") r.netns_id = value;
-    else if (key == "gateway_netns") r.gateway_netns = value;
-    else if (key == "veth") r.veth = value;
-    else if (key == "nft_table") r.nft_table = value;
-    else if (key == "guard_table") r.guard_table = value;
-    else if (key == "cgroup") r.cgroups.push_back(value);
-    else if (key == "copy_dir") r.copy_dir = value;
-    else if (key == "session") r.session = value;
-    else if (key == "control") r.control = value;
-    else if (key == "saved_route") r.saved_routes.push_back(value);
+    const std::string_view key(line.data(), eq);
+    const std::string value = line.substr(eq + 1);
+    bool bad_number = false;
+    if (key == "pid") bad_number = !parse_number(value, r.pid);
+    if (key == "start_time") bad_number = !parse_number(value, r.start_time);
+    if (bad_number) return fail<sandbox_record>("line " + std::to_string(n) + ": bad " + std::string(key));
+    for (const auto& [k, field] : text_fields)
+      if (k == key) r.*field = value;
+    for (const auto& [k, field] : list_fields)
+      if (k == key) (r.*field).push_back(value);
+    // Unknown keys are skipped: an older gc reads a newer record.
   }
   if (r.id.empty()) return fail<sandbox_record>("no id");
   return r;
@@ -137,15 +139,18 @@ bool owner_alive(const sandbox_record& r) {
   return t != 0 && t == r.start_time;
 }
 
-boost::system::result<sandbox_record, std::string> state_store::reserve(const address_pool& pool, sandbox_record r) const {
+boost::system::result<sandbox_record, std::string> state_store::reserve(const address_pool& pool,
+                                                                        sandbox_record r) const {
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (ec) return fail<sandbox_record>("cannot create " + dir_.string() + ": " + ec.message() + " (airlock run needs root)");
+  if (ec)
+    return fail<sandbox_record>("cannot create " + dir_.string() + ": " + ec.message() + " (airlock run needs root)");
   unique_fd lock(::open((dir_ / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!lock)
     return fail<sandbox_record>("cannot open " + (dir_ / ".lock").string() + ": " + errno_text() +
                                 (errno == EACCES || errno == EPERM ? " (airlock run needs root)" : ""));
-  if (::flock(lock.get(), LOCK_EX) != 0) return fail<sandbox_record>("cannot lock " + (dir_ / ".lock").string() + ": " + errno_text());
+  if (::flock(lock.get(), LOCK_EX) != 0)
+    return fail<sandbox_record>("cannot lock " + (dir_ / ".lock").string() + ": " + errno_text());
 
   std::set<std::size_t> taken;
   std::set<std::string> ids;
@@ -158,7 +163,8 @@ boost::system::result<sandbox_record, std::string> state_store::reserve(const ad
   }
   auto block = pool.first_free(taken);
   if (!block)
-    return fail<sandbox_record>("the address pool " + pool.to_string() + " is full (" + std::to_string(pool.capacity()) +
+    return fail<sandbox_record>("the address pool " + pool.to_string() + " is full (" +
+                                std::to_string(pool.capacity()) +
                                 " sandboxes); run 'airlock gc' or pass a larger --pool");
   do r.id = new_sandbox_id();
   while (ids.contains(r.id));

@@ -19,9 +19,9 @@ namespace airlock::launcher {
 inline constexpr std::string_view default_state_dir = "/run/airlock/sandboxes";
 
 struct sandbox_record {
-  std::string id;            // 8 hex digits; names below derive from it
-  std::string kind = "run";  // run | attach
-  pid_t pid = 0;             // the owner (airlock run), 0 for attach (owned by whoever detaches)
+  std::string id;                // 8 hex digits; names below derive from it
+  std::string kind = "run";      // run | attach
+  pid_t pid = 0;                 // the owner (airlock run), 0 for attach (owned by whoever detaches)
   std::uint64_t start_time = 0;  // the owner's start time (clock ticks after boot), against pid reuse
   std::string sandbox_ip, gateway_ip;
   std::string netns;          // run: the pin /run/netns/airlock-ID; attach: the namespace given
@@ -31,9 +31,9 @@ struct sandbox_record {
   std::string nft_table;      // inet table in the gateway namespace
   std::string guard_table;    // attach: inet table inside the attached namespace
   std::vector<std::string> cgroups;
-  std::string copy_dir;       // --copy-cwd: the disposable copy
-  std::string session;        // the daemon's session id, once registered
-  std::string control;        // the control socket it was registered with (attach)
+  std::string copy_dir;                   // --copy-cwd: the disposable copy
+  std::string session;                    // the daemon's session id, once registered
+  std::string control;                    // the control socket it was registered with (attach)
   std::vector<std::string> saved_routes;  // attach: "GATEWAY OIF" default routes to restore on detach
 };
 

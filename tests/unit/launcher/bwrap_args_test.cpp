@@ -34,8 +34,8 @@ std::size_t find(const std::vector<std::string>& argv, std::initializer_list<std
 TEST_CASE("namespaces, capabilities and lifetime") {
   const auto a = bwrap_argv(example());
   CHECK(a.front() == "/usr/bin/bwrap");
-  for (const char* flag : {"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
-                           "--new-session"})
+  for (const char* flag : {"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                           "--die-with-parent", "--new-session"})
     CHECK(find(a, {flag}) != std::string::npos);
   CHECK(find(a, {"--cap-drop", "ALL"}) != std::string::npos);
   CHECK(find(a, {"--json-status-fd", "7"}) != std::string::npos);
@@ -52,7 +52,8 @@ TEST_CASE("the filesystem: system read-only, fresh /dev and /proc, empty tmpfs w
   CHECK(find(a, {"--ro-bind", "/etc", "/etc"}) != std::string::npos);
   CHECK(find(a, {"--dev", "/dev"}) != std::string::npos);
   CHECK(find(a, {"--proc", "/proc"}) != std::string::npos);
-  for (const char* dir : {"/tmp", "/var/tmp", "/run", "/home/dev"}) CHECK(find(a, {"--tmpfs", dir}) != std::string::npos);
+  for (const char* dir : {"/tmp", "/var/tmp", "/run", "/home/dev"})
+    CHECK(find(a, {"--tmpfs", dir}) != std::string::npos);
   // Nothing of the host is bound whole: no / and no /home, /root, /var/run.
   CHECK(find(a, {"--ro-bind", "/", "/"}) == std::string::npos);
   CHECK(find(a, {"--bind", "/", "/"}) == std::string::npos);

@@ -15,7 +15,7 @@ cgroup_host unified() {
   h.own_cgroups = "0::/user.slice/user-1000.slice/session-2.scope\n";
   h.read = [](const std::filesystem::path& p) {
     return p == "/sys/fs/cgroup/cgroup.controllers" ? std::string("cpuset cpu io memory hugetlb pids rdma misc\n")
-                                                     : std::string();
+                                                    : std::string();
   };
   h.writable = [](const std::filesystem::path&) { return true; };
   return h;

@@ -42,9 +42,9 @@ TEST_CASE("only the allowlist passes by default; secrets and sockets stay out") 
   REQUIRE(env.has_value());
   CHECK(*env == std::vector<std::string>{"PATH=/usr/bin:/bin", "HOME=/home/dev", "USER=dev", "LANG=C.UTF-8",
                                          "LC_ALL=C.UTF-8", "TERM=xterm-256color"});
-  for (const char* secret : {"SSH_AUTH_SOCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "GOOGLE_APPLICATION_CREDENTIALS",
-                             "AZURE_CLIENT_SECRET", "GITHUB_TOKEN", "NPM_TOKEN", "HTTPS_PROXY",
-                             "DBUS_SESSION_BUS_ADDRESS", "EDITOR"}) {
+  for (const char* secret :
+       {"SSH_AUTH_SOCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "GOOGLE_APPLICATION_CREDENTIALS",
+        "AZURE_CLIENT_SECRET", "GITHUB_TOKEN", "NPM_TOKEN", "HTTPS_PROXY", "DBUS_SESSION_BUS_ADDRESS", "EDITOR"}) {
     CAPTURE(secret);
     CHECK_FALSE(has_name(*env, secret));
   }
@@ -73,7 +73,8 @@ TEST_CASE("forced values (the CA, the session) win and come last") {
   REQUIRE(env.has_value());
   CHECK(env->at(env->size() - 2) == "SSL_CERT_FILE=/run/airlock/ca-bundle.crt");
   CHECK(env->back() == "AIRLOCK_SESSION=s1");
-  CHECK(std::count_if(env->begin(), env->end(), [](const std::string& e) { return e.starts_with("SSL_CERT_FILE="); }) == 1);
+  CHECK(std::count_if(env->begin(), env->end(), [](const std::string& e) { return e.starts_with("SSL_CERT_FILE="); }) ==
+        1);
 }
 
 TEST_CASE("PATH is set when the parent has none") {
@@ -87,7 +88,8 @@ TEST_CASE("bad --env names are refused with the argument") {
     CAPTURE(bad);
     auto env = filter_environment(parent, {{bad}, {}});
     REQUIRE_FALSE(env.has_value());
-    CHECK(env.error() == std::string("--env '") + bad + "': expected VAR or VAR=VALUE, VAR made of letters, digits and _");
+    CHECK(env.error() ==
+          std::string("--env '") + bad + "': expected VAR or VAR=VALUE, VAR made of letters, digits and _");
   }
 }
 

@@ -46,6 +46,18 @@ std::vector<std::string> arg_reader::values(std::string_view long_name) {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> arg_reader::key_values(std::string_view long_name) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& v : values(long_name)) {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail(std::string(long_name) + " '" + v + "': expected KEY=VALUE");
+    else
+      out.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+  }
+  return out;
+}
+
 bool arg_reader::flag(std::string_view long_name) {
   bool found = false;
   for (std::size_t i = 0; i < args_.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace airlock::app {
@@ -34,6 +35,8 @@ class arg_reader {
   std::optional<std::string> value(std::string_view short_name, std::string_view long_name);
   // Declares a flag that may repeat.
   std::vector<std::string> values(std::string_view long_name);
+  // Declares a flag that may repeat, each value KEY=VALUE with a non-empty KEY.
+  std::vector<std::pair<std::string, std::string>> key_values(std::string_view long_name);
   // Declares a switch.
   bool flag(std::string_view long_name);
   // What is left after every declared flag was taken; unknown flags are errors.

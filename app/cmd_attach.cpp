@@ -1,5 +1,6 @@
 // `airlock attach` and `airlock detach`: a namespace made by someone else, behind airlock.
 #include "app/cli.hpp"
+#include "app/launcher_flags.hpp"
 #include "core/session_api.hpp"
 #include "launcher/attach.hpp"
 
@@ -7,8 +8,6 @@
 
 namespace airlock::app {
 namespace {
-
-constexpr std::string_view default_control = "/run/airlock/control.sock";
 
 boost::system::result<void, std::string> end_session(const std::string& control, const std::string& session) {
   auto client = core::connect_control(control);
@@ -23,18 +22,13 @@ int run_attach_command(args a) {
   arg_reader r("attach", a);
   launcher::attach_options o;
   const auto netns = r.value("", "--netns");
-  o.control = r.value("", "--control").value_or(std::string(default_control));
+  o.control = control_socket(r);
   if (auto v = r.value("", "--policy")) o.policy = *v;
   if (auto v = r.value("", "--session")) o.session_id = *v;
   if (auto v = r.value("", "--pool")) o.pool = *v;
+  const launcher::state_store store(state_dir(r));
   o.allow = r.values("--allow");
-  for (const auto& l : r.values("--label")) {
-    const auto eq = l.find('=');
-    if (eq == std::string::npos || eq == 0)
-      r.fail("--label '" + l + "': expected KEY=VALUE");
-    else
-      o.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
-  }
+  o.labels = r.key_values("--label");
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
   if (!netns) r.fail("--netns PATH|NAME is required");
   if (r.failed()) return r.usage_error();
@@ -46,7 +40,7 @@ int run_attach_command(args a) {
                  o.control.c_str(), daemon.error().c_str());
     return exit_error;
   }
-  auto rec = launcher::attach(o, **daemon);
+  auto rec = launcher::attach(o, **daemon, store);
   if (!rec) {
     std::fprintf(stderr, "airlock attach: %s; nothing was left attached\n", rec.error().c_str());
     return exit_error;
@@ -61,11 +55,12 @@ int run_attach_command(args a) {
 int run_detach_command(args a) {
   arg_reader r("detach", a);
   const auto netns = r.value("", "--netns");
+  const launcher::state_store store(state_dir(r));
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
   if (!netns) r.fail("--netns PATH|NAME is required");
   if (r.failed()) return r.usage_error();
   std::vector<std::string> warnings;
-  auto rec = launcher::detach(*netns, end_session, &warnings);
+  auto rec = launcher::detach(*netns, end_session, &warnings, store);
   for (const auto& w : warnings) std::fprintf(stderr, "airlock detach: %s\n", w.c_str());
   if (!rec) {
     std::fprintf(stderr, "airlock detach: %s\n", rec.error().c_str());

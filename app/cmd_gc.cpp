@@ -1,5 +1,6 @@
 // `airlock gc`: removes what dead `airlock run`s left behind.
 #include "app/cli.hpp"
+#include "app/launcher_flags.hpp"
 #include "core/session_api.hpp"
 #include "launcher/gc.hpp"
 
@@ -10,9 +11,9 @@ namespace airlock::app {
 int run_gc_command(args a) {
   arg_reader r("gc", a);
   const bool dry_run = r.flag("--dry-run");
+  const launcher::state_store store(state_dir(r));
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
   if (r.failed()) return r.usage_error();
-  const launcher::state_store store;
   auto end_session = [](const std::string& control,
                         const std::string& session) -> boost::system::result<void, std::string> {
     auto client = core::connect_control(control);

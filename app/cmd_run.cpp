@@ -1,9 +1,10 @@
 // `airlock run`: reads the options, picks the daemon (the one on --control, else an
 // embedded one) and hands over to launcher::run_sandbox.
 #include "app/cli.hpp"
+#include "app/launcher_flags.hpp"
 #include "core/session_api.hpp"
 #include "launcher/sandbox.hpp"
-#include "launcher/units.hpp"
+#include "policy/units.hpp"
 #include "policy/config.hpp"
 
 #include <cstdio>
@@ -11,8 +12,6 @@
 
 namespace airlock::app {
 namespace {
-
-constexpr std::string_view default_control = "/run/airlock/control.sock";
 
 // The CA to offer CMD when the embedded daemon's config inspects some rule's TLS.
 std::optional<std::filesystem::path> inspection_ca(const std::optional<std::string>& config) {
@@ -32,17 +31,12 @@ int run_run_command(args a) {
   launcher::run_options o;
   const auto config = r.value("-c", "--config");
   const auto log = r.value("", "--log");
-  const auto control = r.value("", "--control").value_or(std::string(default_control));
+  const auto control = control_socket(r);
   if (auto v = r.value("", "--policy")) o.policy = *v;
   if (auto v = r.value("", "--session")) o.session_id = *v;
   o.allow = r.values("--allow");
-  for (const auto& l : r.values("--label")) {
-    const auto eq = l.find('=');
-    if (eq == std::string::npos || eq == 0)
-      r.fail("--label '" + l + "': expected KEY=VALUE");
-    else
-      o.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
-  }
+  o.state_dir = state_dir(r);
+  o.labels = r.key_values("--label");
   for (const auto& d : r.values("--ro")) o.ro.emplace_back(d);
   for (const auto& d : r.values("--rw")) o.rw.emplace_back(d);
   const bool ro_cwd = r.flag("--ro-cwd"), copy_cwd = r.flag("--copy-cwd"), no_cwd = r.flag("--no-cwd");
@@ -61,11 +55,11 @@ int run_run_command(args a) {
         r.fail(std::string(flag) + " " + p.error());
     }
   };
-  quantity("--memory", launcher::parse_size, o.limits.memory_bytes);
+  quantity("--memory", policy::parse_size, o.limits.memory_bytes);
   quantity(
-      "--pids", [](std::string_view t) { return launcher::parse_count(t, 8, 4194304); }, o.limits.pids);
-  quantity("--cpus", launcher::parse_cpus, o.limits.cpus);
-  quantity("--timeout", launcher::parse_duration, o.timeout);
+      "--pids", [](std::string_view t) { return policy::parse_count(t, 8, 4194304); }, o.limits.pids);
+  quantity("--cpus", policy::parse_cpus, o.limits.cpus);
+  quantity("--timeout", policy::parse_duration, o.timeout);
   o.env = r.values("--env");
   if (auto v = r.value("", "--pool")) o.pool = *v;
   if (r.flag("--keep-env"))

@@ -171,6 +171,8 @@ Environment:
                       Nothing else passes: SSH_AUTH_SOCK, AWS_*, GITHUB_TOKEN... stay out
 Network:
       --pool CIDR     sandbox address pool, one /30 each (default 198.18.0.0/15)
+      --state-dir DIR where sandbox records live (default /run/airlock/sandboxes);
+                      'airlock gc' and address allocation see only their own DIR
   -h, --help          this text
 
 Exit status: CMD's (128+N when signal N ended it); 124 when --timeout ended it; 125 when
@@ -179,7 +181,7 @@ options are wrong; 126 when CMD is not executable; 127 when CMD is not found.
 Needs root (network namespaces, nftables, cgroups) and bubblewrap.
 )";
 
-constexpr std::string_view gc_help = R"(Usage: airlock gc [--dry-run]
+constexpr std::string_view gc_help = R"(Usage: airlock gc [--dry-run] [--state-dir DIR]
 
 Removes what an 'airlock run' left behind when it was killed before it could clean up
 (kill -9, a crash): its cgroups and any process still in them, the nft table and veth in
@@ -190,6 +192,7 @@ is still running is never touched, and neither is an attachment whose namespace 
 
 Options:
       --dry-run       list what would be removed
+      --state-dir DIR the records to read (default /run/airlock/sandboxes)
   -h, --help          this text
 
 Exit status: 0 when everything found was removed (or there was nothing), 1 otherwise.
@@ -213,19 +216,21 @@ Options:
       --session ID        the session id (default: the daemon picks one)
       --label K=V         a label on the session (repeatable)
       --pool CIDR         address pool (default 198.18.0.0/15)
+      --state-dir DIR     where the record is kept (default /run/airlock/sandboxes)
   -h, --help              this text
 
 Exit status: 0 attached (the session id is printed), 1 when a step failed (everything
 done until then is undone), 2 for bad arguments.
 )";
 
-constexpr std::string_view detach_help = R"(Usage: airlock detach --netns PATH|NAME
+constexpr std::string_view detach_help = R"(Usage: airlock detach --netns PATH|NAME [--state-dir DIR]
 
 Undoes 'airlock attach': ends the session, removes the guard table, the veth pair and
 the gateway table, and puts the namespace's previous default routes back.
 
 Options:
       --netns PATH|NAME   the namespace given to 'airlock attach'
+      --state-dir DIR     the state directory given to 'airlock attach'
   -h, --help              this text
 
 Exit status: 0 detached, 1 when a step failed, 2 for bad arguments or no attachment.

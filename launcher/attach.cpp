@@ -26,12 +26,12 @@ boost::system::result<T, std::string> fail(std::string message) {
 step_result disable_ipv6_here() {
   for (const char* path :
        {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
-    unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
+    core::unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
     if (!fd) {
       if (errno == ENOENT) continue;
-      return std::string("open ") + path + ": " + errno_text();
+      return std::string("open ") + path + ": " + core::errno_text();
     }
-    if (::write(fd.get(), "1", 1) != 1) return std::string("write ") + path + ": " + errno_text();
+    if (::write(fd.get(), "1", 1) != 1) return std::string("write ") + path + ": " + core::errno_text();
   }
   return {};
 }

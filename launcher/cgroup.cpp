@@ -1,7 +1,7 @@
 #include "launcher/cgroup.hpp"
 
-#include "launcher/unique_fd.hpp"
-#include "launcher/units.hpp"
+#include "core/unique_fd.hpp"
+#include "policy/units.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -32,9 +32,9 @@ std::string read_text(const fs::path& p) {
 }
 
 boost::system::result<void, std::string> write_text(const fs::path& p, const std::string& value) {
-  unique_fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
+  core::unique_fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd || ::write(fd.get(), value.data(), value.size()) < 0)
-    return fail<void>("write '" + value + "' to " + p.string() + ": " + errno_text());
+    return fail<void>("write '" + value + "' to " + p.string() + ": " + core::errno_text());
   return {};
 }
 
@@ -175,7 +175,7 @@ boost::system::result<sandbox_cgroup, std::string> sandbox_cgroup::create(const 
     // must be enabled on the root and on it before a child can use them.
     const auto parent = plan.v2.parent_path();
     if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST)
-      return fail<sandbox_cgroup>("cannot create cgroup " + parent.string() + ": " + errno_text() +
+      return fail<sandbox_cgroup>("cannot create cgroup " + parent.string() + ": " + core::errno_text() +
                                   "; run as root with cgroup v2 mounted read-write, or drop --memory/--pids/--cpus");
     std::string enable;
     for (auto [dir, name] : {std::pair{&plan.memory, "memory"}, {&plan.pids, "pids"}, {&plan.cpu, "cpu"}})
@@ -188,7 +188,7 @@ boost::system::result<sandbox_cgroup, std::string> sandbox_cgroup::create(const 
   }
   for (const auto& dir : plan.dirs()) {
     if (::mkdir(dir.c_str(), 0755) != 0)
-      return fail<sandbox_cgroup>("cannot create cgroup " + dir.string() + ": " + errno_text() +
+      return fail<sandbox_cgroup>("cannot create cgroup " + dir.string() + ": " + core::errno_text() +
                                   "; run as root with cgroups mounted read-write, or drop --memory/--pids/--cpus");
     cg.created_.push_back(dir);
   }
@@ -272,7 +272,7 @@ std::optional<std::string> sandbox_cgroup::limit_hit() const {
   };
   if (limits_.memory_bytes) {
     const auto file = plan_.memory == plan_.v2 ? plan_.memory / "memory.events" : plan_.memory / "memory.oom_control";
-    if (counter(file, "oom_kill") > 0) return "memory limit (" + format_size(*limits_.memory_bytes) + ")";
+    if (counter(file, "oom_kill") > 0) return "memory limit (" + policy::format_size(*limits_.memory_bytes) + ")";
   }
   if (limits_.pids && counter(plan_.pids / "pids.events", "max") > 0)
     return "pids limit (" + std::to_string(*limits_.pids) + ")";
@@ -285,7 +285,7 @@ boost::system::result<bool, std::string> remove_cgroup_dir(const fs::path& dir) 
   // for a moment after it was killed.
   for (int attempt = 0; attempt < 400; ++attempt) {
     if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return true;
-    if (errno != EBUSY) return fail<bool>("remove cgroup " + dir.string() + ": " + errno_text());
+    if (errno != EBUSY) return fail<bool>("remove cgroup " + dir.string() + ": " + core::errno_text());
     if (attempt % 20 == 0) {
       if (fs::exists(dir / "cgroup.kill")) {
         (void)write_text(dir / "cgroup.kill", "1");

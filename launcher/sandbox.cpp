@@ -8,7 +8,7 @@
 #include "launcher/netns.hpp"
 #include "launcher/nft_apply.hpp"
 #include "launcher/nft_rules.hpp"
-#include "launcher/units.hpp"
+#include "policy/units.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -40,7 +40,7 @@ void say(const std::string& line) { std::fprintf(stderr, "airlock: %s\n", line.c
 // how the launcher checks that the daemon's listeners are where the redirect will send
 // the sandbox's packets, without connecting to them (which would be logged as traffic).
 bool port_taken(boost::asio::ip::address_v4 address, std::uint16_t port, int type) {
-  unique_fd s(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+  core::unique_fd s(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
   if (!s) return false;
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -50,15 +50,15 @@ bool port_taken(boost::asio::ip::address_v4 address, std::uint16_t port, int typ
 }
 
 // A sealed in-memory file for bwrap's --ro-bind-data, read from its start.
-boost::system::result<unique_fd, std::string> memory_file(const char* name, const std::string& content) {
-  unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
+boost::system::result<core::unique_fd, std::string> memory_file(const char* name, const std::string& content) {
+  core::unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
   if (!fd)
-    return boost::system::result<unique_fd, std::string>(boost::system::in_place_error,
-                                                         std::string("memfd: ") + errno_text());
+    return boost::system::result<core::unique_fd, std::string>(boost::system::in_place_error,
+                                                         std::string("memfd: ") + core::errno_text());
   if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
       ::lseek(fd.get(), 0, SEEK_SET) != 0)
-    return boost::system::result<unique_fd, std::string>(boost::system::in_place_error,
-                                                         std::string("memfd write: ") + errno_text());
+    return boost::system::result<core::unique_fd, std::string>(boost::system::in_place_error,
+                                                         std::string("memfd write: ") + core::errno_text());
   return fd;
 }
 
@@ -126,7 +126,7 @@ class sandbox {
   const bool timings_ = std::getenv("AIRLOCK_TIMINGS") != nullptr;
   std::vector<std::pair<const char*, clock::time_point>> marks_;
   state_store store_;
-  unique_fd signals_;
+  core::unique_fd signals_;
   std::vector<std::string> parent_env_;
   fs::path home_, cwd_;
   std::optional<bind_entry> workdir_;
@@ -144,8 +144,8 @@ class sandbox {
   core::listener_ports ports_;
   bool table_made_ = false;
   std::string session_;
-  std::vector<unique_fd> files_;  // resolv.conf and CA data for bwrap
-  unique_fd status_read_, status_write_;
+  std::vector<core::unique_fd> files_;  // resolv.conf and CA data for bwrap
+  core::unique_fd status_read_, status_write_;
   pid_t child_ = 0;
 };
 
@@ -423,7 +423,7 @@ step_result sandbox::start_child() {
   if (!env) return env.error();
 
   int status_pipe[2];
-  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return "pipe: " + errno_text();
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return "pipe: " + core::errno_text();
   status_read_.reset(status_pipe[0]);
   status_write_.reset(status_pipe[1]);
   ::fcntl(status_read_.get(), F_SETFL, O_NONBLOCK);
@@ -460,7 +460,7 @@ void sandbox::summarize(const child_outcome& outcome, int status, clock::duratio
   std::snprintf(after, sizeof after, "ended after %.1fs: ", static_cast<double>(ms) / 1000.0);
   std::string how = after;
   if (outcome.timed_out)
-    how += "timed out (--timeout " + format_duration(*o_.timeout) + "), ";
+    how += "timed out (--timeout " + policy::format_duration(*o_.timeout) + "), ";
   else if (auto hit = cgroup_ ? cgroup_->limit_hit() : std::nullopt)
     how += "stopped by the " + *hit + ", ";
   else if (!outcome.cmd_status && !outcome.signal_received)

@@ -7,7 +7,7 @@
 # filesystem and environment hide, limits, exit statuses, signals, isolation between two
 # sandboxes and from the gateway, the embedded daemon, and that nothing (namespace, veth,
 # nft table, cgroup, record) is left after runs, kills, a killed airlock (then gc) and
-# 100 runs in a row.
+# 100 runs in a row. Its records are kept in its own --state-dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -77,18 +77,23 @@ echo "original" >"$W/proj/file.txt"
 HOST_SOCK=/run/airlock-e2e-$P.sock
 python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(170)' "$HOST_SOCK" &
 WORLD_PIDS+=($!)
-trap 'rm -f "$HOST_SOCK"; world_down' EXIT
+# A check that stops the script half-way must not leave its background `airlock run`s
+# behind: they are found by this test's own state directory on their command line.
+trap 'pkill -TERM -f -- "run --state-dir $ST " || true; rm -f "$HOST_SOCK"; world_down' EXIT
 cd "$W/proj"
 
+# The test's own sandbox records: its gc sees only what its runs left, whatever else the
+# machine has under /run/airlock/sandboxes.
+ST="$W/state"
 # airlock run in the gateway namespace, against the daemon, with the test CA readable;
 # exported, so `bash -c '...'` checks can use it too.
-run() { nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --control "$W/control.sock" --ro "$W/ca.crt" "$@"; }
+run() { nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/control.sock" --ro "$W/ca.crt" "$@"; }
 export -f run
-export W GW AIRLOCK
+export W GW AIRLOCK ST
 in_curl=(curl -sS --max-time 10 --cacert "$W/ca.crt")
 session_of() { sed -n 's/^airlock: session \([^ ]*\) started.*/\1/p' "$1" | head -1; }
 # The pid of the airlock process running CMD (a background `run` is a subshell around it).
-airlock_pid() { pgrep -f -- "run --control $W/control.sock .*$1" | head -1; }
+airlock_pid() { pgrep -f -- "run --state-dir $ST --control $W/control.sock .*$1" | head -1; }
 # Waits (bounded) until a process matching `pgrep -f PATTERN` exists.
 wait_for_process() { for _ in $(seq 100); do pgrep -f -- "$1" >/dev/null && return 0; sleep 0.05; done; world_log "no process $1"; }
 
@@ -99,7 +104,7 @@ leftovers() {
   veth=$(ip -n "$GW" -o link show | grep -c ': airlock[0-9a-f]\{8\}[@:]' || true)
   nft=$(ip netns exec "$GW" nft list tables | grep -c 'airlock_[0-9a-f]\{8\}$' || true)
   cg=$( (find /sys/fs/cgroup/*/airlock -mindepth 1 -maxdepth 1 -type d 2>/dev/null; find /sys/fs/cgroup -maxdepth 5 -type d -name 'airlock-*' 2>/dev/null) | wc -l)
-  state=$(find /run/airlock/sandboxes -name '*.state' 2>/dev/null | wc -l)
+  state=$(find "$ST" -name '*.state' 2>/dev/null | wc -l)
   echo "netns=$netns veth=$veth nft=$nft cgroup=$cg state=$state"
 }
 # The gateway end of a veth goes when the kernel finishes destroying the sandbox's
@@ -111,6 +116,21 @@ back_to_baseline() {
 }
 baseline=$(leftovers)
 world_log "before: $baseline"
+# What this test's runs added to the baseline (namespace pins and cgroups are the machine's; others may exist),
+# as "netns=+1 veth=+1 ...", matched against a pattern; prints both when it does not match.
+grown_like() {
+  local now pattern=$1 diff="" k v b
+  now=$(leftovers)
+  for kv in $now; do
+    k=${kv%%=*} v=${kv#*=}
+    b=$(tr ' ' '\n' <<<"$baseline" | sed -n "s/^$k=//p")
+    diff+="$k=+$((v - b)) "
+  done
+  diff=${diff% }
+  [[ $diff =~ $pattern ]] && return 0
+  echo "grown: $diff (now: $now, before: $baseline)"
+  return 1
+}
 
 # 1. Traffic: an allowed name works, a denied one does not, and both are in the session.
 expect "allowed https works inside airlock run" body_is "origin says hello to only-a.airlock.test" \
@@ -171,7 +191,7 @@ expect "--copy-cwd: the copy can be written" body_is changed run --copy-cwd -- s
 expect "  and the original is untouched" body_is original cat "$W/proj/file.txt"
 expect "  and the copy is gone" test -z "$(find /var/tmp -maxdepth 1 -name 'airlock-copy-*')"
 expect "/tmp written in one run is gone in the next" bash -c "run -- sh -c 'echo x >/tmp/left' && run -- test ! -e /tmp/left"
-(cd "$W/home" && nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --control "$W/control.sock" -- true) \
+(cd "$W/home" && nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/control.sock" -- true) \
   2>"$W/refuse.err" && st=0 || st=$?
 expect "running from \$HOME is refused (it would share ~/.ssh), with status 125" test "$st" -eq 125
 expect "  and says what to do" grep -q 'is your home directory or contains it.*--no-cwd; CMD was not started' "$W/refuse.err"
@@ -218,7 +238,7 @@ expect "nothing is left after those runs" back_to_baseline
 run -- sleep 3001 2>"$W/k9.err" &
 apid=$!
 wait_for_process '^sleep 3001$'
-expect "while it runs, its pieces exist" bash -c "$(declare -f leftovers); GW=$GW; leftovers | grep -q 'netns=1 veth=[1-9] nft=1 cgroup=0 state=1'"
+expect "while it runs, its pieces exist" grown_like '^netns=\+1 veth=\+[1-9] nft=\+1 cgroup=\+0 state=\+1$'
 kill -9 "$(pgrep -f '^sleep 3001$')"
 wait "$apid" && st=0 || st=$?
 expect "kill -9 of CMD: airlock exits 137" test "$st" -eq 137
@@ -239,12 +259,12 @@ kill -9 "$(airlock_pid 'sleep 3003')"
 wait "$apid" || true
 for _ in $(seq 50); do pgrep -f '^sleep 3003$' >/dev/null || break; sleep 0.1; done
 expect "kill -9 of airlock: CMD dies with it" bash -c "! pgrep -f '^sleep 3003\$'"
-expect "  leftovers remain" bash -c "$(declare -f leftovers); GW=$GW; leftovers | grep -q 'netns=1 veth=[1-9] nft=1 cgroup=[1-9].* state=1'"
-expect "airlock gc --dry-run lists it" bash -c "$AIRLOCK gc --dry-run | grep -q 'would remove'"
-expect "airlock gc removes them (from the root namespace)" bash -c "$AIRLOCK gc | tee /dev/stderr | grep -q 'removed .*nft table.*veth'"
+expect "  leftovers remain" grown_like '^netns=\+1 veth=\+[1-9] nft=\+1 cgroup=\+[1-9][0-9]* state=\+1$'
+expect "airlock gc --dry-run lists it" bash -c "$AIRLOCK gc --state-dir $ST --dry-run | grep -q 'would remove'"
+expect "airlock gc removes them (from the root namespace)" bash -c "$AIRLOCK gc --state-dir $ST | tee /dev/stderr | grep -q 'removed .*nft table.*veth'"
 expect "  nothing is left" back_to_baseline
 expect "  and the session was ended in the daemon" line event=session session="$crash_sid" action=close
-expect "a second gc has nothing to do" bash -c "$AIRLOCK gc | grep -q 'nothing to remove'"
+expect "a second gc has nothing to do" bash -c "$AIRLOCK gc --state-dir $ST | grep -q 'nothing to remove'"
 
 # 7. Two sandboxes at once: A serves HTTP on its address and may reach only-a; B may
 #    reach neither.
@@ -306,14 +326,14 @@ policies:
       - host: allowed.airlock.test
 default_policy: only
 YAML
-nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --control "$W/none.sock" -c "$W/embedded.yaml" \
+nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/none.sock" -c "$W/embedded.yaml" \
   --ro "$W/ca.crt" -- "${in_curl[@]}" https://allowed.airlock.test/ >"$W/emb.out" 2>"$W/emb.err" && st=0 || st=$?
 expect "embedded daemon: allowed https works" test "$st" -eq 0
 expect "  the body is the origin's" grep -q "origin says hello to allowed.airlock.test" "$W/emb.out"
 expect "  airlock said it started one" grep -q 'starting an embedded daemon for this sandbox' "$W/emb.err"
 expect "  its decisions are in its own log" grep -q '"name":"allowed.airlock.test"' "$W/embedded.jsonl"
 expect_not "embedded daemon: a denied name fails" \
-  nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --control "$W/none.sock" -c "$W/embedded.yaml" \
+  nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/none.sock" -c "$W/embedded.yaml" \
   --ro "$W/ca.crt" -- "${in_curl[@]}" https://denied.airlock.test/
 expect "nothing is left after the embedded runs" back_to_baseline
 
@@ -321,7 +341,7 @@ expect "nothing is left after the embedded runs" back_to_baseline
 expect "before attach, the world's sandbox uses the world's gateway route" \
   bash -c "ip -n $SBX route show default | grep -q 'via $GW_SBX_IP'"
 expect "airlock attach puts it behind airlock" \
-  nsenter --net="/run/netns/$GW" "$AIRLOCK" attach --netns "$SBX" --control "$W/control.sock" --policy closed \
+  nsenter --net="/run/netns/$GW" "$AIRLOCK" attach --state-dir "$ST" --netns "$SBX" --control "$W/control.sock" --policy closed \
   --allow only-a.airlock.test
 expect "  its default route goes through airlock0" bash -c "ip -n $SBX route show default | grep -q 'dev airlock0'"
 expect "  its allowed name works (DNS through resolv.conf's server, redirected)" \
@@ -329,8 +349,8 @@ expect "  its allowed name works (DNS through resolv.conf's server, redirected)"
 expect_not "  a name its policy does not allow fails" sbx_curl https://allowed.airlock.test/
 expect_not "  the old veth is no way around" world_sbx curl -sS --max-time 5 --interface "$P-s0" http://203.0.113.10/
 expect_not "attaching twice is refused" \
-  nsenter --net="/run/netns/$GW" "$AIRLOCK" attach --netns "$SBX" --control "$W/control.sock"
-expect "airlock detach undoes it" nsenter --net="/run/netns/$GW" "$AIRLOCK" detach --netns "$SBX"
+  nsenter --net="/run/netns/$GW" "$AIRLOCK" attach --state-dir "$ST" --netns "$SBX" --control "$W/control.sock"
+expect "airlock detach undoes it" nsenter --net="/run/netns/$GW" "$AIRLOCK" detach --state-dir "$ST" --netns "$SBX"
 expect "  the old default route is back" bash -c "ip -n $SBX route show default | grep -q 'via $GW_SBX_IP'"
 expect "  no airlock0, no guard table" \
   bash -c "! ip -n $SBX link show airlock0 2>/dev/null && ! ip netns exec $SBX nft list tables | grep -q airlock_guard"

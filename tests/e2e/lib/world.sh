@@ -134,6 +134,9 @@ ${WORLD_IPV6:+    listen [$ORIGIN_IP6]:80;
     access_log $W/origin-access.log;
     location / { return 200 "origin says hello to \$host\n"; }
     location = /big.bin { alias $W/big.bin; }
+    # Reads a whole request body (proxy_pass buffers it before connecting) and answers 502:
+    # a sink for uploads, where "return" would answer without reading.
+    location = /sink { client_max_body_size 10m; proxy_pass http://127.0.0.1:9; }
   }
   server {
     listen $ATTACKER_IP:80;

@@ -1,8 +1,8 @@
-#include "launcher/units.hpp"
+#include "policy/units.hpp"
 
 #include <doctest/doctest.h>
 
-using namespace airlock::launcher;
+using namespace airlock::policy;
 using namespace std::chrono_literals;
 
 TEST_CASE("sizes are powers of 1024 with an optional B or iB") {

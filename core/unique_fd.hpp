@@ -1,5 +1,6 @@
 #pragma once
-// A file descriptor that closes itself, and errno as text for messages.
+// A file descriptor that closes itself, and errno as text for messages: for the code that
+// talks to the kernel directly (the launcher's netlink and cgroups, the process finder).
 #include <unistd.h>
 
 #include <cerrno>
@@ -7,7 +8,7 @@
 #include <string>
 #include <utility>
 
-namespace airlock::launcher {
+namespace airlock::core {
 
 class unique_fd {
  public:
@@ -36,4 +37,4 @@ class unique_fd {
 
 inline std::string errno_text(int e = errno) { return std::strerror(e); }
 
-}  // namespace airlock::launcher
+}  // namespace airlock::core

@@ -3,7 +3,7 @@
 // (mode 0600). Launchers and agent runtimes register, inspect and remove sessions, set
 // a session's current tool call and labels, reload the policy and read stats.
 //
-//   GET    /v1/info                   listeners, policy version, decision log path
+//   GET    /v1/info                   listeners, policy version, decision log path, inspection CA
 //   GET    /v1/sessions               every session with its totals
 //   POST   /v1/sessions               {"id"?, "sources": [CIDR], "policy"?, "allow"?: [HOST[:PORT]],
 //                                      "labels"?: {K: V}, "netns"?: PATH}  -> 201 {"id"}

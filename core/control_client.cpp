@@ -115,6 +115,8 @@ class control_client final : public session_api {
     out.reachable_from_sandbox = proxy_reachable && dns_reachable;
     if (const auto* log = o.if_contains("decisions_log"); log && log->is_string())
       out.decisions_log = std::string(log->as_string());
+    if (const auto* ca = o.if_contains("inspection_ca"); ca && ca->is_string())
+      out.inspection_ca = std::string(ca->as_string());
     return out;
   }
 

@@ -72,6 +72,14 @@ boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep) 
   return ec;
 }
 
+// The CA a sandbox should trust: only when some rule terminates TLS with it.
+std::string inspection_ca(const policy::config& cfg) {
+  if (cfg.inspection.ca_dir.empty()) return {};
+  for (const auto& p : cfg.policies)
+    for (const auto& rule : p.allow)
+      if (rule.inspect) return (std::filesystem::path(cfg.inspection.ca_dir) / "ca.crt").string();
+  return {};
+}
 
 }  // namespace
 
@@ -145,6 +153,7 @@ listener_ports instance::ports() const {
   out.dns = first(parts_->dns_bound, dns_ok);
   out.reachable_from_sandbox = proxy_ok && dns_ok;
   out.decisions_log = parts_->log_path;
+  out.inspection_ca = inspection_ca(parts_->cfg);
   return out;
 }
 
@@ -247,7 +256,8 @@ std::string info_json(const parts_t& r) {
                                       {"http_proxy", endpoints(r.explicit_bound)},
                                       {"dns", endpoints(r.dns_bound)},
                                       {"admin", endpoints(r.admin_bound)},
-                                      {"decisions_log", r.log_path}}) +
+                                      {"decisions_log", r.log_path},
+                                      {"inspection_ca", inspection_ca(r.cfg)}}) +
          "\n";
 }
 

@@ -43,6 +43,7 @@ struct listener_ports {
   std::uint16_t dns = 0;
   bool reachable_from_sandbox = false;  // false when they are bound to loopback only
   std::string decisions_log;            // where this daemon writes ("-" for stdout)
+  std::string inspection_ca;            // the CA certificate sandboxes should trust ("" without inspection)
 };
 
 class session_api {

@@ -30,6 +30,10 @@ struct rule_config {
   std::optional<policy::cidr> network;  // for kind::cidr
   std::vector<std::uint16_t> ports;     // sorted; empty = every port (deny rules' default)
   bool inspect = false;                 // terminate TLS for this rule (TLS inspection)
+  // Allow rules with inspect only: what each request on the connection may ask for.
+  // Empty = any. paths: decoded prefixes ("/v1/"); methods: upper-case tokens, sorted.
+  std::vector<std::string> paths;
+  std::vector<std::string> methods;
   source_mark mark;
 };
 
@@ -37,6 +41,17 @@ struct rule_config {
 struct redirect_config {
   std::string from;             // canonical name
   std::vector<std::string> to;  // host patterns: exact or "*.suffix"
+  source_mark mark;
+};
+
+// A header airlock adds to requests for `host` (under `path`) on inspected connections.
+// `value` is the secret itself: it is never part of any message, log line or hash.
+struct credential_config {
+  std::string host;         // canonical exact name, covered by an allow rule with inspect
+  std::string path = "/";   // decoded prefix, as for `paths:`
+  std::string header;       // as written, e.g. "Authorization"
+  std::string secret_file;  // absolute path, mode 0600 or stricter
+  std::string value;        // the file's content without one trailing newline
   source_mark mark;
 };
 
@@ -49,6 +64,7 @@ struct policy_config {
   std::vector<rule_config> allow;
   std::vector<rule_config> deny;
   std::vector<redirect_config> redirects;
+  std::vector<credential_config> credentials;
   source_mark mark;
 };
 

@@ -1,6 +1,7 @@
 // YAML -> config. Strict: unknown keys are errors with a "did you mean", every error
 // names FILE:LINE:COL, and all errors of a file are reported at once.
 #include "policy/config.hpp"
+#include "policy/credential_yaml.hpp"
 #include "policy/families.hpp"
 #include "policy/rule_yaml.hpp"
 #include "policy/units.hpp"
@@ -251,10 +252,10 @@ class loader {
       }
       const auto& body = kv.second;
       if (!body.IsMap()) {
-        r_.error(body, where + ": expected a mapping (mode:, include:, allow:, deny:, redirects:)");
+        r_.error(body, where + ": expected a mapping (mode:, include:, allow:, deny:, redirects:, credentials:)");
         continue;
       }
-      r_.check_keys(body, {"mode", "include", "allow", "deny", "redirects"}, where);
+      r_.check_keys(body, {"mode", "include", "allow", "deny", "redirects", "credentials"}, where);
       policy_config p;
       p.name = name;
       p.mark = r_.mark(kv.first);
@@ -274,6 +275,7 @@ class loader {
         }
       }
       if (auto rd = body["redirects"]) load_redirects(rd, where + ".redirects", p.redirects);
+      if (auto c = body["credentials"]) p.credentials = detail::parse_credentials(r_, c, where + ".credentials", p);
       out.push_back(std::move(p));
     }
   }

@@ -32,6 +32,13 @@ std::string_view to_string(reason r) noexcept {
     case reason::dns_type_refused: return "dns_type_refused";
     case reason::dns_malformed: return "dns_malformed";
     case reason::limit_exceeded: return "limit_exceeded";
+    case reason::path_not_allowed: return "path_not_allowed";
+    case reason::method_not_allowed: return "method_not_allowed";
+    case reason::sni_host_mismatch: return "sni_host_mismatch";
+    case reason::misdirected: return "misdirected";
+    case reason::redirect_allowed: return "redirect_allowed";
+    case reason::redirect_not_allowed: return "redirect_not_allowed";
+    case reason::upstream_tls: return "upstream_tls";
     case reason::internal_error: return "internal_error";
   }
   return "internal_error";

@@ -28,6 +28,13 @@ enum class reason : std::uint8_t {
   dns_type_refused,   // query type refused (ANY and the configured list)
   dns_malformed,      // the query did not parse
   limit_exceeded,     // a per-session budget (query rate, ...) is spent
+  path_not_allowed,   // inspected request: the name is allowed, but no rule's paths: admit the path
+  method_not_allowed,  // inspected request: a rule admits the path, but not with this method
+  sni_host_mismatch,  // inspected connection: the Host header names another host than the SNI
+  misdirected,        // a kept-alive inspected connection asked for another name (answered 421)
+  redirect_allowed,   // allowed by a one-shot redirect allowance (policy `redirects:`)
+  redirect_not_allowed,  // the host was reached by a redirect no `redirects:` entry allows
+  upstream_tls,       // inspected connection: the origin's certificate failed verification
   internal_error,     // a bug: logged so it is never silent
 };
 

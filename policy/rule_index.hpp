@@ -26,9 +26,14 @@ struct compiled_rule {
   std::string origin;                // "FILE:LINE"
   std::optional<cidr> network;
   bool inspect = false;
+  std::vector<std::string> paths;    // inspected requests: decoded path prefixes; empty = any path
+  std::vector<std::string> methods;  // inspected requests: sorted tokens; empty = any method
 
   bool covers(std::uint16_t port) const noexcept {
     return port == any_port || ports.empty() || std::binary_search(ports.begin(), ports.end(), port);
+  }
+  bool admits_method(std::string_view method) const noexcept {
+    return methods.empty() || std::find(methods.begin(), methods.end(), method) != methods.end();
   }
 };
 

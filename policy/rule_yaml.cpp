@@ -1,8 +1,12 @@
 #include "policy/rule_yaml.hpp"
 
 #include "policy/host_port.hpp"
+#include "policy/request_target.hpp"
 
 #include <re2/re2.h>
+
+#include <algorithm>
+#include <cctype>
 
 namespace airlock::policy::detail {
 
@@ -35,6 +39,53 @@ bool check_regex(yaml_reader& r, const YAML::Node& n, const std::string& where, 
   return true;
 }
 
+// `paths:` and `methods:`: what each request may ask for. They need `inspect: true`:
+// without TLS termination airlock cannot see a path, and a rule must never look as if
+// it restricted something it cannot see.
+void parse_request_limits(yaml_reader& r, const YAML::Node& n, const std::string& where, rule_context ctx,
+                          rule_config& out) {
+  for (const char* key : {"paths", "methods"}) {
+    const auto list = n[key];
+    if (!list) continue;
+    const std::string at = where + "." + key;
+    if (ctx.is_deny) {
+      r.error(list, at + ": only allow rules can list " + key + " (a deny rule covers the whole name)");
+      continue;
+    }
+    if (!out.inspect) {
+      r.error(list, at + ": airlock sees a request's method and path only inside TLS it terminates; add 'inspect: true' "
+                         "to this rule");
+      continue;
+    }
+    if (list.IsSequence() && list.size() == 0) {
+      r.error(list, at + ": empty list; leave '" + key + "' out to allow every " + (key[0] == 'p' ? "path" : "method"));
+      continue;
+    }
+    auto& into = key[0] == 'p' ? out.paths : out.methods;
+    auto one = [&](const YAML::Node& item) {
+      auto text = r.string_of(item, at);
+      if (!text) return;
+      if (key[0] == 'p') {
+        if (auto e = check_path_prefix(*text)) return r.error(item, at + ": '" + *text + "': " + *e);
+      } else if (!is_method_token(*text)) {
+        std::string upper = *text;
+        for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        return r.error(item, at + ": '" + *text + "': a method is an upper-case token" +
+                                 (is_method_token(upper) ? "; write '" + upper + "' (methods are case-sensitive)"
+                                                         : " such as GET, HEAD or POST"));
+      }
+      into.push_back(std::move(*text));
+    };
+    if (list.IsSequence()) {
+      for (const auto& item : list) one(item);
+    } else {
+      one(list);
+    }
+    std::sort(into.begin(), into.end());
+    into.erase(std::unique(into.begin(), into.end()), into.end());
+  }
+}
+
 }  // namespace
 
 std::optional<rule_config> parse_rule(yaml_reader& r, const YAML::Node& n, const std::string& where, rule_context ctx) {
@@ -43,7 +94,7 @@ std::optional<rule_config> parse_rule(yaml_reader& r, const YAML::Node& n, const
     return std::nullopt;
   }
   if (ctx.family_entry) r.check_keys(n, {"host", "regex", "cidr", "ports", "why"}, where);
-  else r.check_keys(n, {"host", "regex", "cidr", "ports", "inspect"}, where);
+  else r.check_keys(n, {"host", "regex", "cidr", "ports", "inspect", "paths", "methods"}, where);
   const auto host = n["host"];
   const auto regex = n["regex"];
   const auto net = n["cidr"];
@@ -87,6 +138,7 @@ std::optional<rule_config> parse_rule(yaml_reader& r, const YAML::Node& n, const
     if (out->inspect && (out->type == rule_config::kind::cidr || ctx.is_deny))
       r.error(i, where + ".inspect: only allow rules for names can be inspected");
   }
+  if (!ctx.family_entry) parse_request_limits(r, n, where, ctx, *out);
   return out;
 }
 

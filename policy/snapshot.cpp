@@ -1,5 +1,6 @@
 #include "policy/snapshot.hpp"
 
+#include "policy/request_target.hpp"
 #include "policy/special_addresses.hpp"
 
 #include <algorithm>
@@ -13,6 +14,12 @@ compiled_policy::compiled_policy(std::string name, policy_mode mode, std::shared
 std::optional<std::string> compiled_policy::build(const policy_config& cfg) {
   if (auto e = allow_.build(cfg.allow)) return "policies." + name_ + ".allow: " + *e;
   if (auto e = deny_.build(cfg.deny)) return "policies." + name_ + ".deny: " + *e;
+  for (const auto& c : cfg.credentials)
+    credentials_[c.host].push_back({c.path, {c.header, c.value, c.mark.to_string()}});
+  for (auto& [host, entries] : credentials_)
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const credential_entry& a, const credential_entry& b) { return a.path.size() > b.path.size(); });
+  redirects_ = cfg.redirects;
   return std::nullopt;
 }
 
@@ -62,6 +69,82 @@ decision compiled_policy::decide(const domain_name& name, std::uint16_t port) co
   if (allowed) return {verdict::allow, reason::host_allowed, allowed->origin, allowed->inspect};
   if (other_port) return soften({verdict::deny, reason::port_not_allowed, other_port->origin});
   return soften({verdict::deny, reason::host_not_allowed, "default"});
+}
+
+namespace {
+
+// Collects, over the allow rules matching a name, the first that admits one request and
+// the closest refusals, so a denial names the most specific reason and its rule.
+struct request_judge {
+  std::uint16_t port;
+  std::string_view method;
+  request_target target;
+  const compiled_rule* admitted = nullptr;
+  const compiled_rule* wrong_method = nullptr;  // its paths admit the path, its methods not the method
+  const compiled_rule* unjudged = nullptr;      // has paths, and the path is ambiguous
+  const compiled_rule* wrong_path = nullptr;
+  const compiled_rule* other_port = nullptr;
+
+  void operator()(const compiled_rule& r) noexcept {
+    auto first = [&r](const compiled_rule*& slot) {
+      if (!slot) slot = &r;
+    };
+    if (!r.covers(port)) return first(other_port);
+    if (!r.paths.empty()) {
+      if (target.shape != target_shape::plain) return first(unjudged);
+      if (std::none_of(r.paths.begin(), r.paths.end(), [&](const std::string& p) { return path_under(target.path, p); }))
+        return first(wrong_path);
+    }
+    if (!r.admits_method(method)) return first(wrong_method);
+    first(admitted);
+  }
+};
+
+}  // namespace
+
+decision compiled_policy::decide_request(const domain_name& name, std::uint16_t port, std::string_view method,
+                                         std::string_view target) const noexcept {
+  request_judge judge{port, method, classify_target(target)};
+  // A target that does not parse is not judged at all, in any mode: airlock never fails open.
+  if (judge.target.shape == target_shape::malformed) return {verdict::deny, reason::parse_error, "default"};
+  if (const auto* r = first_deny(floor_->deny, name.str(), port)) return {verdict::deny, reason::host_denied, r->origin};
+  floor_->allow.for_each_name_match(name.str(), judge);
+  if (judge.admitted) return {verdict::allow, reason::host_allowed, judge.admitted->origin, judge.admitted->inspect};
+  if (const auto* r = first_deny(deny_, name.str(), port)) return soften({verdict::deny, reason::host_denied, r->origin});
+  allow_.for_each_name_match(name.str(), judge);
+  if (judge.admitted) return {verdict::allow, reason::host_allowed, judge.admitted->origin, judge.admitted->inspect};
+  if (judge.wrong_method) return soften({verdict::deny, reason::method_not_allowed, judge.wrong_method->origin});
+  if (judge.unjudged) return {verdict::deny, reason::parse_error, judge.unjudged->origin};
+  if (judge.wrong_path) return soften({verdict::deny, reason::path_not_allowed, judge.wrong_path->origin});
+  if (judge.other_port) return soften({verdict::deny, reason::port_not_allowed, judge.other_port->origin});
+  return soften({verdict::deny, reason::host_not_allowed, "default"});
+}
+
+const credential* compiled_policy::credential_for(const domain_name& name, std::string_view target) const noexcept {
+  if (credentials_.empty()) return nullptr;
+  const auto it = credentials_.find(name.str());
+  if (it == credentials_.end()) return nullptr;
+  const auto t = classify_target(target);
+  if (t.shape == target_shape::malformed) return nullptr;
+  for (const auto& e : it->second)
+    if (e.path == "/" || (t.shape == target_shape::plain && path_under(t.path, e.path))) return &e.cred;
+  return nullptr;
+}
+
+const redirect_rule* compiled_policy::redirect_to(const domain_name& from, const domain_name& to) const noexcept {
+  const std::string& target = to.str();
+  auto matches = [&target](const std::string& pattern) {
+    if (!pattern.starts_with("*.")) return pattern == target;
+    const std::string_view suffix = std::string_view(pattern).substr(2);
+    return target.size() > suffix.size() && target.ends_with(suffix) && target[target.size() - suffix.size() - 1] == '.';
+  };
+  for (const auto& r : redirects_)
+    if (r.from == from.str() && std::any_of(r.to.begin(), r.to.end(), matches)) return &r;
+  return nullptr;
+}
+
+bool compiled_policy::redirects_from(const domain_name& from) const noexcept {
+  return std::any_of(redirects_.begin(), redirects_.end(), [&](const redirect_rule& r) { return r.from == from.str(); });
 }
 
 const std::string* compiled_policy::cidr_allowance(const boost::asio::ip::address& address,
@@ -123,6 +206,8 @@ void hash_rules(fnv1a& h, std::string_view kind, const std::vector<rule_config>&
     h.add(r.pattern);
     for (auto p : r.ports) h.add(std::to_string(p));
     h.add(r.inspect ? "inspect" : "");
+    for (const auto& p : r.paths) h.add("path " + p);
+    for (const auto& m : r.methods) h.add("method " + m);
     h.add(r.mark.to_string());  // the rule a decision names is part of what it says
   }
 }
@@ -157,6 +242,17 @@ boost::system::result<std::shared_ptr<const snapshot>, std::vector<config_error>
       h.add("redirect");
       h.add(r.from);
       for (const auto& t : r.to) h.add(t);
+      h.add(r.mark.to_string());
+    }
+    // Where a credential comes from and where it goes; never the secret itself (the
+    // version is logged, and a hash of a short secret could be searched).
+    for (const auto& c : p.credentials) {
+      h.add("credential");
+      h.add(c.host);
+      h.add(c.path);
+      h.add(c.header);
+      h.add(c.secret_file);
+      h.add(c.mark.to_string());
     }
   }
   for (const auto& b : cfg.sessions) {

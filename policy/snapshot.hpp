@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace airlock::policy {
@@ -29,6 +30,20 @@ struct decision {
 
   bool allowed() const noexcept { return verdict != verdict::deny; }
 };
+
+// A header airlock adds to a request on an inspected (TLS-terminated) connection. Only
+// ever put on a connection airlock itself terminated, never on plain HTTP or a relayed
+// one. `value` is the secret: never log it, never put it in a message.
+struct credential {
+  std::string header;  // as written, e.g. "Authorization"
+  std::string value;
+  std::string rule;    // "FILE:LINE" of the credentials entry (what a log line may name)
+};
+
+// A `redirects:` entry as written (from, to patterns, mark): on an inspected (or plain
+// HTTP) connection to `from`, a redirect to a host matching one of `to` may be followed
+// once (redirect_grants.hpp). `mark.to_string()` is the rule a log line names.
+using redirect_rule = redirect_config;
 
 // The operator floors, shared by every policy of a snapshot.
 struct floors {
@@ -49,6 +64,32 @@ class compiled_policy {
   // or floor covering it, and no deny covering it), or nullptr.
   const std::string* cidr_allowance(const boost::asio::ip::address& address, std::uint16_t port) const noexcept;
 
+  // Decides one HTTP request on a connection decide() allowed with inspect (TLS airlock
+  // terminates, or plain HTTP judged request by request). `target` is the request target
+  // as sent. Order: a malformed target (not origin-form "/...", bytes outside visible
+  // ASCII, '#', a bad or control %-escape) is parse_error; then always_deny, always_allow,
+  // the policy's deny, its allow, where a rule admits the request when it covers the port,
+  // one of its `paths:` (if any) holds the decoded path (request_target.hpp) and its
+  // `methods:` (if any) list the method. A rule with paths never judges an ambiguous path
+  // (%2F, %5C, '\', "//", "..", a "." segment): parse_error when nothing else admits it.
+  // Otherwise method_not_allowed (a rule admits the path, not the method), path_not_allowed,
+  // port_not_allowed or host_not_allowed; `rule` names the refusing rule. Audit mode
+  // softens the policy's own denials as decide() does; parse_error is never softened.
+  decision decide_request(const domain_name& name, std::uint16_t port, std::string_view method,
+                          std::string_view target) const noexcept;
+
+  // The credential to add to a request for `name` whose target (or path) is `target`:
+  // the entry with the longest `path` prefix covering the decoded path, or nullptr. A
+  // malformed target gets none; an ambiguous one only an entry for the whole host ("/").
+  const credential* credential_for(const domain_name& name, std::string_view target) const noexcept;
+
+  // The first `redirects:` entry (file order) from exact `from` whose `to` matches `to`
+  // (exact, or "*.suffix" for subdomains only), or nullptr.
+  const redirect_rule* redirect_to(const domain_name& from, const domain_name& to) const noexcept;
+  // True when some `redirects:` entry starts at `from` (its plain HTTP responses are worth
+  // reading for redirects even without inspect).
+  bool redirects_from(const domain_name& from) const noexcept;
+
   const std::string& name() const noexcept { return name_; }
   policy_mode mode() const noexcept { return mode_; }
 
@@ -60,6 +101,13 @@ class compiled_policy {
   std::shared_ptr<const floors> floor_;
   rule_index allow_;
   rule_index deny_;
+  struct credential_entry {
+    std::string path;  // decoded prefix
+    credential cred;
+  };
+  // host -> entries, longest path first.
+  std::unordered_map<std::string, std::vector<credential_entry>> credentials_;
+  std::vector<redirect_rule> redirects_;
 };
 
 class snapshot {

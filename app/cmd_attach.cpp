@@ -49,6 +49,13 @@ int run_attach_command(args a) {
   std::fprintf(
       stderr, "airlock: attached %s as session %s (address %s, gateway %s); 'airlock detach --netns %s' undoes it\n",
       o.netns.c_str(), rec->session.c_str(), rec->sandbox_ip.c_str(), rec->gateway_ip.c_str(), o.netns.c_str());
+  // `airlock run` hands CMD the inspection CA; a container's filesystem is not airlock's to
+  // change, so say which file its workload must trust.
+  if (auto ports = (*daemon)->listeners(); ports && !ports->inspection_ca.empty())
+    std::fprintf(stderr,
+                 "airlock: the daemon inspects TLS for some rules: the workload in %s must trust %s "
+                 "(airlock cannot place it in a container's filesystem)\n",
+                 o.netns.c_str(), ports->inspection_ca.c_str());
   return exit_ok;
 }
 

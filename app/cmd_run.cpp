@@ -5,27 +5,10 @@
 #include "core/session_api.hpp"
 #include "launcher/sandbox.hpp"
 #include "policy/units.hpp"
-#include "policy/config.hpp"
 
 #include <cstdio>
-#include <filesystem>
 
 namespace airlock::app {
-namespace {
-
-// The CA to offer CMD when the embedded daemon's config inspects some rule's TLS.
-std::optional<std::filesystem::path> inspection_ca(const std::optional<std::string>& config) {
-  if (!config) return std::nullopt;
-  auto c = policy::load_config_file(*config);
-  if (!c || c->inspection.ca_dir.empty()) return std::nullopt;
-  for (const auto& p : c->policies)
-    for (const auto& rule : p.allow)
-      if (rule.inspect) return std::filesystem::path(c->inspection.ca_dir) / "ca.crt";
-  return std::nullopt;
-}
-
-}  // namespace
-
 int run_run_command(args a) {
   arg_reader r("run", a);
   launcher::run_options o;
@@ -70,7 +53,6 @@ int run_run_command(args a) {
     r.usage_error();
     return launcher::exit_setup_failed;  // CMD's statuses are ours to pass on: 2 could be CMD's
   }
-  o.ca_certificate = inspection_ca(config);
 
   launcher::daemon_source daemons;
   daemons.running = [&]() -> std::optional<launcher::daemon_link> {

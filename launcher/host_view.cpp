@@ -42,6 +42,30 @@ std::vector<fs::path> masked_files() {
   return out;
 }
 
+fs::path system_ca_bundle() {
+  // Debian and Ubuntu; Fedora and RHEL; openSUSE; Alpine and Arch.
+  for (const char* p : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+                        "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec) && ::access(p, R_OK) == 0) return p;
+  }
+  return {};
+}
+
+std::string ca_bundle(std::string_view system_roots, std::string_view airlock_ca) {
+  std::string out(system_roots);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  out += "# airlock's inspection CA\n";
+  out += airlock_ca;
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out;
+}
+
+bool has_pem_certificate(std::string_view pem) {
+  const auto begin = pem.find("-----BEGIN CERTIFICATE-----");
+  return begin != std::string_view::npos && pem.find("-----END CERTIFICATE-----", begin) != std::string_view::npos;
+}
+
 host_result<fs::path> resolv_conf_target() {
   // result<path, string> cannot guess which side a string is: say it.
   auto error = [](std::string m) { return host_result<fs::path>(boost::system::in_place_error, std::move(m)); };

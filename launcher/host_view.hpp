@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace airlock::launcher {
@@ -34,6 +35,18 @@ struct command_error {
 };
 boost::system::result<std::filesystem::path, command_error> find_command(const std::string& cmd,
                                                                          const std::string& path_var);
+
+// The host's bundle of trusted roots (what OpenSSL, curl and Python read by default): the
+// first of the distributions' usual places that is a readable file, or an empty path.
+std::filesystem::path system_ca_bundle();
+
+// What SSL_CERT_FILE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO and CURL_CA_BUNDLE name when
+// inspection is on: those variables replace the store (they do not add to it), so the file
+// holds the system roots first and airlock's CA after them, each on lines of its own.
+std::string ca_bundle(std::string_view system_roots, std::string_view airlock_ca);
+
+// True when `pem` holds at least one PEM certificate block.
+bool has_pem_certificate(std::string_view pem);
 
 // Copies a directory tree (files, directories, symlinks; modes and modification times),
 // for --copy-cwd.

@@ -112,6 +112,7 @@ class sandbox {
   step_result make_network();
   step_result ask_running_daemon(const daemon_source& daemons);
   step_result reach_daemon(const daemon_source& daemons);
+  step_result stage_inspection_ca();
   step_result install_rules();
   step_result register_session();
   step_result start_child();
@@ -144,7 +145,8 @@ class sandbox {
   core::listener_ports ports_;
   bool table_made_ = false;
   std::string session_;
-  std::vector<core::unique_fd> files_;  // resolv.conf and CA data for bwrap
+  core::unique_fd ca_file_, ca_bundle_;  // with inspection: airlock's CA, the system roots plus it
+  std::vector<core::unique_fd> files_;   // resolv.conf and CA data for bwrap
   core::unique_fd status_read_, status_write_;
   pid_t child_ = 0;
 };
@@ -194,6 +196,8 @@ int sandbox::run(const daemon_source& daemons) {
   mark("netns+veth, daemon");
   if (auto r = reach_daemon(daemons); !r) return refuse("daemon", r.error());
   mark("daemon checks");
+  if (auto r = stage_inspection_ca(); !r) return refuse("inspection CA", r.error());
+  if (ca_file_) mark("inspection CA");
   {
     // Nor do the gateway's table and the session.
     auto rules = in_parallel([this] { return install_rules(); });
@@ -231,7 +235,7 @@ int sandbox::run(const daemon_source& daemons) {
   mark("summary");
   teardown();
   if (timings_) {
-    // AIRLOCK_TIMINGS=1: where a run's time goes (bench_startup.sh prints it).
+    // AIRLOCK_TIMINGS=1: where a run's time goes (bench/run -s startup reads it).
     std::string line = "timings:";
     auto at = started;
     for (const auto& [what, when] : marks_) {
@@ -357,6 +361,32 @@ step_result sandbox::reach_daemon(const daemon_source& daemons) {
   return {};
 }
 
+step_result sandbox::stage_inspection_ca() {
+  // The daemon terminates TLS for some rule: listeners() names its CA (GET /v1/info for a
+  // running daemon, the config for an embedded one). Both files CMD gets are copied into
+  // memfds now, not bound from the daemon's ca_dir (which holds the key too): one snapshot
+  // per run, read-only, gone with the sandbox. SSL_CERT_FILE and its kin replace a client's
+  // store, so they name the system roots plus airlock's CA (hosts that are not inspected
+  // still verify); Node adds NODE_EXTRA_CA_CERTS to its own store, so that one is the CA.
+  if (ports_.inspection_ca.empty()) return {};
+  const fs::path ca_path = ports_.inspection_ca;
+  const auto ca = read_file(ca_path);
+  if (!has_pem_certificate(ca))
+    return "cannot read a PEM certificate in " + ca_path.string() + ", the CA " + daemon_.description +
+           " inspects with (a relative ca_dir is relative to the daemon's working directory)";
+  const auto roots_path = system_ca_bundle();
+  if (roots_path.empty())
+    say("no system CA bundle found (/etc/ssl/certs/ca-certificates.crt and the like): SSL_CERT_FILE holds "
+        "airlock's CA alone, so hosts that are not inspected will not verify");
+  auto ca_fd = memory_file("airlock-ca.crt", ca);
+  if (!ca_fd) return ca_fd.error();
+  auto bundle_fd = memory_file("airlock-bundle.crt", ca_bundle(roots_path.empty() ? "" : read_file(roots_path), ca));
+  if (!bundle_fd) return bundle_fd.error();
+  ca_file_ = std::move(*ca_fd);
+  ca_bundle_ = std::move(*bundle_fd);
+  return {};
+}
+
 step_result sandbox::install_rules() {
   gateway_rules g;
   g.iface = record_->veth;
@@ -402,21 +432,14 @@ step_result sandbox::start_child() {
   spec.binds = binds_;
   spec.files.push_back({resolv->get(), *resolv_target});
   env_request env_req{o_.env, {{"AIRLOCK_SESSION", session_}}};
-  if (o_.ca_certificate) {
-    // OpenSSL's SSL_CERT_FILE replaces the system store: offer the system bundle plus
-    // airlock's CA there; Node adds NODE_EXTRA_CA_CERTS to its own.
-    const auto ca = read_file(*o_.ca_certificate);
-    if (ca.empty()) return "cannot read the CA certificate " + o_.ca_certificate->string();
-    auto ca_fd = memory_file("airlock-ca.crt", ca);
-    auto bundle_fd = memory_file("airlock-bundle.crt", read_file("/etc/ssl/certs/ca-certificates.crt") + "\n" + ca);
-    if (!ca_fd || !bundle_fd) return std::string("cannot stage the CA certificate");
-    spec.files.push_back({ca_fd->get(), "/run/airlock/ca.crt"});
-    spec.files.push_back({bundle_fd->get(), "/run/airlock/ca-bundle.crt"});
-    files_.push_back(std::move(*ca_fd));
-    files_.push_back(std::move(*bundle_fd));
+  if (ca_file_) {
+    spec.files.push_back({ca_file_.get(), std::string(sandbox_ca_file)});
+    spec.files.push_back({ca_bundle_.get(), std::string(sandbox_ca_bundle)});
+    files_.push_back(std::move(ca_file_));
+    files_.push_back(std::move(ca_bundle_));
     for (const char* var : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"})
-      env_req.forced.emplace_back(var, "/run/airlock/ca-bundle.crt");
-    env_req.forced.emplace_back("NODE_EXTRA_CA_CERTS", "/run/airlock/ca.crt");
+      env_req.forced.emplace_back(var, std::string(sandbox_ca_bundle));
+    env_req.forced.emplace_back("NODE_EXTRA_CA_CERTS", std::string(sandbox_ca_file));
   }
   files_.push_back(std::move(*resolv));
   auto env = filter_environment(parent_env_, env_req);

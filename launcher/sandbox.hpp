@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,11 @@ inline constexpr int exit_timed_out = 124;       // --timeout expired (as timeou
 inline constexpr int exit_setup_failed = 125;    // the sandbox could not be set up (as env(1), docker)
 inline constexpr int exit_not_executable = 126;  // CMD exists but cannot be executed
 inline constexpr int exit_not_found = 127;       // CMD was not found
+
+// Where CMD finds airlock's inspection CA, and the system roots with it, when the daemon
+// inspects some rule's TLS (core::listener_ports::inspection_ca).
+inline constexpr std::string_view sandbox_ca_file = "/run/airlock/ca.crt";
+inline constexpr std::string_view sandbox_ca_bundle = "/run/airlock/ca-bundle.crt";
 
 enum class cwd_mode { read_write, read_only, copy, none };
 
@@ -44,7 +50,6 @@ struct run_options {
   std::optional<std::chrono::milliseconds> timeout;
   // The environment.
   std::vector<std::string> env;
-  std::optional<std::filesystem::path> ca_certificate;  // offered to CMD when inspection is on
   // Plumbing.
   std::string pool{default_pool};
   std::filesystem::path state_dir{default_state_dir};

@@ -5,7 +5,8 @@
 # /sys/fs/cgroup visible; `ip netns exec` remounts /sys). Sandboxes get addresses from
 # 198.18.0.0/15 inside that namespace only. Checked: allowed and denied traffic, what the
 # filesystem and environment hide, limits, exit statuses, signals, isolation between two
-# sandboxes and from the gateway, the embedded daemon, and that nothing (namespace, veth,
+# sandboxes and from the gateway, the embedded daemon, the inspection CA offered to CMD
+# (with a second daemon whose config inspects), and that nothing (namespace, veth,
 # nft table, cgroup, record) is left after runs, kills, a killed airlock (then gc) and
 # 100 runs in a row. Its records are kept in its own --state-dir.
 set -euo pipefail
@@ -337,7 +338,72 @@ expect_not "embedded daemon: a denied name fails" \
   --ro "$W/ca.crt" -- "${in_curl[@]}" https://denied.airlock.test/
 expect "nothing is left after the embedded runs" back_to_baseline
 
-# 9. attach/detach: the world's sandbox namespace, made by the test like a container's.
+# 9. The inspection CA: a daemon whose config inspects some rule names its CA (GET
+#    /v1/info), and `airlock run` offers it to CMD: a read-only bundle of the system roots
+#    plus airlock's CA behind SSL_CERT_FILE and its kin, the CA alone for Node. A second
+#    daemon in the gateway namespace (other ports, its own control socket) has such a config.
+"$AIRLOCK" ca init "$W/inspect-ca" >/dev/null 2>"$W/ca-init.err"
+cat >"$W/inspect.yaml" <<YAML
+version: 1
+listen:
+  proxy: 0.0.0.0:16001
+  dns: 0.0.0.0:16053
+  control: $W/inspect.sock
+upstream_dns: [$DNS_IP]
+log:
+  decisions: $W/inspect.jsonl
+inspection:
+  ca_dir: $W/inspect-ca
+policies:
+  inspected:
+    allow:
+      - host: allowed.airlock.test
+        inspect: true
+default_policy: inspected
+YAML
+ip netns exec "$GW" "$AIRLOCK" daemon -c "$W/inspect.yaml" 2>"$W/inspect-daemon.err" &
+WORLD_PIDS+=($!)
+for _ in $(seq 200); do grep -q 'airlock: ready' "$W/inspect-daemon.err" 2>/dev/null && break; sleep 0.05; done
+expect "a daemon with an inspect rule and inspection.ca_dir is running" grep -q 'airlock: ready' "$W/inspect-daemon.err"
+run_inspect() {
+  nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/inspect.sock" \
+    --ro "$W/inspect-ca/ca.crt" "$@"
+}
+ca_vars='SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|GIT_SSL_CAINFO|CURL_CA_BUNDLE'
+expect "with inspection on, the CA variables are set for CMD" \
+  body_is "CURL_CA_BUNDLE=/run/airlock/ca-bundle.crt
+GIT_SSL_CAINFO=/run/airlock/ca-bundle.crt
+NODE_EXTRA_CA_CERTS=/run/airlock/ca.crt
+REQUESTS_CA_BUNDLE=/run/airlock/ca-bundle.crt
+SSL_CERT_FILE=/run/airlock/ca-bundle.crt" \
+  run_inspect -- sh -c "env | grep -E '^($ca_vars)=' | sort"
+expect "  NODE_EXTRA_CA_CERTS is airlock's CA, byte for byte" \
+  run_inspect -- sh -c "cmp \"\$NODE_EXTRA_CA_CERTS\" '$W/inspect-ca/ca.crt'"
+expect "  SSL_CERT_FILE is readable and holds airlock's CA" \
+  run_inspect -- python3 -c "import os, sys; sys.exit(open('$W/inspect-ca/ca.crt').read().strip() not in open(os.environ['SSL_CERT_FILE']).read())"
+if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
+  expect "  and, before it, the system roots (so hosts that are not inspected still verify)" \
+    run_inspect -- sh -c 'cmp -n "$(stat -c %s /etc/ssl/certs/ca-certificates.crt)" /etc/ssl/certs/ca-certificates.crt "$SSL_CERT_FILE"'
+fi
+expect_not "  the files are read-only" run_inspect -- sh -c 'echo x >>"$SSL_CERT_FILE"'
+expect "  OpenSSL accepts the bundle (airlock's CA verifies against it)" \
+  run_inspect -- sh -c "openssl verify -CAfile \"\$SSL_CERT_FILE\" '$W/inspect-ca/ca.crt' >/dev/null"
+expect "  the CA's key is nowhere in the sandbox" \
+  run_inspect -- sh -c "test ! -e '$W/inspect-ca/ca.key' && ! grep -rqs 'PRIVATE KEY' /run/airlock"
+expect "  the embedded daemon with the same config offers it too" \
+  body_is "/run/airlock/ca-bundle.crt" \
+  nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/none.sock" \
+  -c "$W/inspect.yaml" -- sh -c 'test -r "$NODE_EXTRA_CA_CERTS" && echo "$SSL_CERT_FILE"'
+expect "without inspection (the first daemon) none of them is set, and /run/airlock is not there" \
+  body_is "end" run -- sh -c "env | grep -E '^($ca_vars)='; test -e /run/airlock && echo there; echo end"
+expect "  nor with the embedded daemon without an inspect rule" body_is "end" \
+  nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/none.sock" \
+  -c "$W/embedded.yaml" -- sh -c "env | grep -E '^($ca_vars)='; echo end"
+expect "  even when the caller's environment has them" body_is "end" \
+  env SSL_CERT_FILE=/tmp/mine.pem CURL_CA_BUNDLE=/tmp/mine.pem bash -c "run -- sh -c \"env | grep -E '^($ca_vars)='; echo end\""
+expect "nothing is left after the inspection runs" back_to_baseline
+
+# 10. attach/detach: the world's sandbox namespace, made by the test like a container's.
 expect "before attach, the world's sandbox uses the world's gateway route" \
   bash -c "ip -n $SBX route show default | grep -q 'via $GW_SBX_IP'"
 expect "airlock attach puts it behind airlock" \
@@ -357,7 +423,7 @@ expect "  no airlock0, no guard table" \
 expect "  the world's path works again" body_is "origin says hello to allowed.airlock.test" sbx_curl https://allowed.airlock.test/
 expect "nothing is left after detach" back_to_baseline
 
-# 10. Many in a row: 100 sandboxes started and stopped leave nothing behind (bounded in time).
+# 11. Many in a row: 100 sandboxes started and stopped leave nothing behind (bounded in time).
 loop_start=$(date +%s)
 ok=0
 for i in $(seq 100); do

@@ -72,3 +72,28 @@ TEST_CASE("copy_tree copies files, directories and symlinks with modes and times
   CHECK_FALSE(copy_tree(base / "src", base / "dst").has_value());  // the target must be new
   fs::remove_all(base);
 }
+
+TEST_CASE("the CA bundle: the system roots first, then airlock's CA, each on lines of its own") {
+  const std::string roots = "-----BEGIN CERTIFICATE-----\nROOT\n-----END CERTIFICATE-----";  // no final newline
+  const std::string ca = "-----BEGIN CERTIFICATE-----\nAIRLOCK\n-----END CERTIFICATE-----\n";
+  const auto bundle = ca_bundle(roots, ca);
+  CHECK(bundle.starts_with(roots + "\n"));
+  CHECK(bundle.ends_with(ca));
+  CHECK(bundle.find("ROOT") < bundle.find("AIRLOCK"));
+  CHECK(ca_bundle("", "X") == "# airlock's inspection CA\nX\n");  // no system store: the CA alone
+  CHECK(has_pem_certificate(bundle));
+  CHECK(has_pem_certificate(ca));
+  CHECK_FALSE(has_pem_certificate(""));
+  CHECK_FALSE(has_pem_certificate("-----BEGIN CERTIFICATE-----\ncut short"));
+  CHECK_FALSE(has_pem_certificate("-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n"));
+}
+
+TEST_CASE("the system CA bundle is a readable file where this distribution keeps it") {
+  const auto p = system_ca_bundle();
+  if (p.empty()) return;  // a minimal image without ca-certificates
+  CHECK(fs::is_regular_file(p));
+  std::ifstream in(p);
+  std::string first;
+  std::getline(in, first);
+  CHECK_FALSE(first.empty());
+}

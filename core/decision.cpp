@@ -149,6 +149,11 @@ std::string render_json_line(const decision_record& r) {
     string_or_null(out, "rcode", r.rcode);
     string_array(out, "answers", r.answers);
   } else {
+    if (r.event == event_kind::http) {
+      string_or_null(out, "method", r.method);
+      string_or_null(out, "path", r.path);
+      number_or_null(out, "status", r.status);
+    }
     number_or_null(out, "bytes_up", r.bytes_up);
     number_or_null(out, "bytes_down", r.bytes_down);
     number_or_null(out, "duration_ms", r.duration_ms);

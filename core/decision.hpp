@@ -39,7 +39,11 @@ struct decision_record {
   std::string qtype;
   std::string rcode;
   std::vector<std::string> answers;
-  // connections, on close
+  // http only (one line per request on a connection airlock serves itself)
+  std::string method;
+  std::string path;                   // the request target as sent, '?' and all
+  std::optional<unsigned> status;     // what the client was answered
+  // connections (and http requests), on close
   std::optional<std::uint64_t> bytes_up;
   std::optional<std::uint64_t> bytes_down;
   std::optional<std::uint64_t> duration_ms;

@@ -1,6 +1,9 @@
 #include "core/instance.hpp"
 
 #include "attribution/finder.hpp"
+#include "certs/ca.hpp"
+#include "certs/leaf_minter.hpp"
+#include "certs/tls_contexts.hpp"
 #include "core/control_api.hpp"
 #include "core/deadline.hpp"
 #include "core/decision_log.hpp"
@@ -10,6 +13,7 @@
 #include "dns/resolver.hpp"
 #include "dns/server.hpp"
 #include "policy/config.hpp"
+#include "policy/redirect_grants.hpp"
 #include "policy/snapshot.hpp"
 #include "policy/store.hpp"
 #include "proxy/connection.hpp"
@@ -87,6 +91,13 @@ struct instance::parts {
   instance_options options;
   policy::config cfg;
   std::string log_path;
+  // TLS inspection (when the config has a CA) and the redirects' one-shot allowances:
+  // the contexts below point at them.
+  std::unique_ptr<certs::leaf_minter> minter;
+  std::optional<asio::ssl::context> tls_server;
+  std::optional<asio::ssl::context> tls_upstream;
+  std::optional<proxy::inspection_tls> inspection;
+  policy::redirect_grants grants;
   // Destroyed in reverse order. Coroutines cut short at shutdown are destroyed with the
   // loop, and each still logs its line then: everything they reach (the contexts, the
   // registry, the log) is declared before the loop. What owns sockets or timers on the
@@ -118,6 +129,30 @@ struct instance::parts {
     return metrics_sample{active_connections, sessions->list().size(), log->queue_depth(), log->dropped_total()};
   }
 };
+
+namespace {
+
+// The CA, its leaf minter and both TLS contexts, when the config names a CA. A rule that
+// inspects without one never gets here: the config loader refuses it.
+std::string load_inspection(instance::parts& p) {
+  const auto& cfg = p.cfg.inspection;
+  if (cfg.ca_dir.empty()) return {};
+  auto ca = certs::load_ca(cfg.ca_dir);
+  if (!ca.has_value()) return p.cfg.file + ": inspection.ca_dir: " + ca.error();
+  auto minter = certs::leaf_minter::create(std::move(*ca));
+  if (!minter.has_value()) return "TLS inspection: " + minter.error();
+  auto server = certs::server_context();
+  if (!server.has_value()) return "TLS inspection: " + server.error();
+  auto upstream = certs::upstream_context(cfg.upstream_ca);
+  if (!upstream.has_value()) return p.cfg.file + ": inspection.upstream_ca: " + upstream.error();
+  p.minter = std::move(*minter);
+  p.tls_server.emplace(std::move(*server));
+  p.tls_upstream.emplace(std::move(*upstream));
+  p.inspection.emplace(proxy::inspection_tls{*p.minter, *p.tls_server, *p.tls_upstream});
+  return {};
+}
+
+}  // namespace
 
 namespace {
 
@@ -349,6 +384,9 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   p->proxy_ctx = std::make_unique<proxy::proxy_context>(
       proxy::proxy_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache, {}});
   p->proxy_ctx->limits = proxy::limiter(p->cfg.limits);
+  p->dns_ctx->grants = p->proxy_ctx->grants = &p->grants;
+  if (auto e = load_inspection(*p); !e.empty()) return fail(1, e);
+  if (p->inspection) p->proxy_ctx->inspection = &*p->inspection;
   // Sessions registered with a network namespace (by `airlock run`) get process attribution.
   p->finder = std::make_unique<attribution::finder>();
   auto netns_of = [sessions = p->sessions.get()](std::string_view id) { return sessions->netns_of(id); };

@@ -24,8 +24,14 @@ packages=(
   nftables libnftables-dev iproute2 bubblewrap
   # test peers: real DNS server, real origin, real clients
   unbound nginx-light curl bind9-dnsutils openssl python3 procps
+  # a client TLS inspection is tested with (npm: below)
+  git
   "$@"
 )
+
+# npm comes with Debian's nodejs as its own package, and inside NodeSource's nodejs; an
+# npm already on PATH is used as it is (asking apt for Debian's would fight the other).
+command -v npm >/dev/null || packages+=(npm)
 
 export DEBIAN_FRONTEND=noninteractive
 # Keep maintainer scripts from starting unbound/nginx on the host.

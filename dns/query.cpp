@@ -5,6 +5,7 @@
 #include "dns/lookup.hpp"
 #include "dns/wire.hpp"
 #include "policy/cidr.hpp"
+#include "policy/redirect_check.hpp"
 #include "policy/special_addresses.hpp"
 
 #include <boost/asio/this_coro.hpp>
@@ -146,7 +147,12 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
     co_return refuse(wire::rcode::nxdomain, reason::host_denied, ede_blocked);
   }
 
-  const auto d = session->policy->decide(*name, policy::any_port);
+  auto d = session->policy->decide(*name, policy::any_port);
+  // A followed redirect's allowance lets the name resolve; the connection uses it up.
+  std::string granted_rule;
+  const auto redirect = policy::check_redirects(ctx.grants, d, session->id, *name, false);
+  policy::apply_redirect(redirect, d, granted_rule);
+  if (redirect.what != policy::redirect_outcome::kind::none) rec.notes.push_back("redirect_from:" + redirect.from_host);
   rec.verdict = d.verdict;
   rec.reason = d.reason;
   rec.rule = std::string(d.rule);

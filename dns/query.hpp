@@ -8,6 +8,7 @@
 #include "dns/answer_filter.hpp"
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
+#include "policy/redirect_grants.hpp"
 #include "policy/store.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -36,6 +37,8 @@ struct query_context {
   // Process attribution for sessions started by airlock (optional, as in the proxy).
   attribution::finder* finder = nullptr;
   std::function<std::string(std::string_view)> netns_of{};
+  // One-shot allowances from redirects the proxy followed (shared with it); optional.
+  policy::redirect_grants* grants = nullptr;
 };
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).

@@ -1,9 +1,11 @@
 #include "proxy/connection.hpp"
 
 #include "core/deadline.hpp"
+#include "policy/redirect_check.hpp"
 #include "policy/special_addresses.hpp"
 #include "proxy/original_dst.hpp"
 #include "proxy/relay.hpp"
+#include "proxy/served_connection.hpp"
 #include "proxy/sniff.hpp"
 #include "proxy/steps.hpp"
 
@@ -93,6 +95,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   // 4. Decide.
   std::optional<policy::domain_name> name;
   policy::decision d;
+  std::string granted_rule;  // d.rule when a redirect's allowance decided
   if (first.failure) {
     d = {verdict::deny, *first.failure, "default"};
   } else if (first.type == sniffed::kind::http && first.port && *first.port != port) {
@@ -107,6 +110,10 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
       name = std::move(*parsed);
       rec.name = name->str();
       d = session->policy->decide(*name, port);
+      // A followed redirect's one-shot allowance is used up by this connection.
+      const auto redirect = policy::check_redirects(ctx.grants, d, session->id, *name, true);
+      policy::apply_redirect(redirect, d, granted_rule);
+      if (redirect.what != policy::redirect_outcome::kind::none) rec.notes.push_back("redirect_from:" + redirect.from_host);
     }
   } else {
     // No name at all (or an address written as one): a cidr rule, or an address this
@@ -152,7 +159,23 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     targets.push_back(dst->address());
   }
 
-  // 6. Connect and relay; the client's first bytes go first.
+  // 6. Connections airlock serves itself: TLS it terminates for an inspecting rule, and
+  //    plain HTTP whose every request must be judged (or whose redirects are followed).
+  if (name && d.verdict == verdict::allow) {
+    const bool agrees = rec.reason != reason::dst_mismatch;
+    // A named target, not a temporary in the co_await: GCC 12 destroys such temporaries twice.
+    const served_target target{*session->policy, *name, port, targets, agrees};
+    if (first.type == sniffed::kind::tls && d.inspect) {
+      co_await serve_inspected(client, first, target, guard, ctx, ticket);
+      co_return;
+    }
+    if (first.type == sniffed::kind::http && (d.inspect || session->policy->redirects_from(*name))) {
+      co_await serve_plain_http(client, first, target, guard, ctx, ticket);
+      co_return;
+    }
+  }
+
+  // 7. Connect and relay; the client's first bytes go first.
   tcp::socket upstream(client.get_executor());
   if (!co_await connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
     rec.reason = reason::upstream_unreachable;

@@ -17,7 +17,24 @@
 #include <functional>
 #include <string>
 
+namespace boost::asio::ssl {
+class context;
+}
+namespace airlock::certs {
+class leaf_minter;
+}
+namespace airlock::policy {
+class redirect_grants;
+}
+
 namespace airlock::proxy {
+
+// What TLS inspection needs, when some rule asks for it (else absent).
+struct inspection_tls {
+  certs::leaf_minter& minter;         // leaves for the names sandboxes ask for
+  boost::asio::ssl::context& server;  // the sandbox-facing side
+  boost::asio::ssl::context& upstream;  // the origin-facing side: verifies against the trust store
+};
 
 struct proxy_settings {
   std::chrono::steady_clock::duration peek_limit = std::chrono::seconds(5);
@@ -38,6 +55,9 @@ struct proxy_context {
   // namespace of a session ("" when it has none). Both optional.
   attribution::finder* finder = nullptr;
   std::function<std::string(std::string_view)> netns_of{};
+  inspection_tls* inspection = nullptr;
+  // One-shot allowances from followed redirects, shared with the DNS server.
+  policy::redirect_grants* grants = nullptr;
 };
 
 boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);

@@ -10,7 +10,8 @@
 # and world_down removes all of it. Processes are stopped by the PIDs recorded here.
 #
 # Use: source this file, set WORLD_RECORDS (lines "NAME IP" for an A record, or
-# "NAME TYPE DATA..." for any other) and WORLD_CERT_NAMES, then
+# "NAME TYPE DATA..." for any other) and WORLD_CERT_NAMES (and WORLD_NGINX_SERVERS: more
+# nginx server blocks, e.g. by server_name on $ORIGIN_IP), then
 #   world_up            # namespaces, certificates, unbound, nginx
 #   world_start_airlock [airlock daemon args...]
 #   world_sbx CMD...    # run CMD in the sandbox
@@ -146,6 +147,7 @@ ${WORLD_IPV6:+    listen [$ATTACKER_IP6]:80;
     access_log $W/attacker-access.log;
     location / { return 200 "attacker got it\n"; }
   }
+${WORLD_NGINX_SERVERS:-}
 }
 CONF
   head -c 5000000 /dev/urandom >"$W/big.bin"  # for relay integrity checks

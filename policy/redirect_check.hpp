@@ -1,0 +1,42 @@
+#pragma once
+// Where a decision meets the session's redirect allowances (policy/redirect_grants.hpp):
+// a name denied only for want of an allow rule is allowed by a live grant, or, when a
+// refused redirect sent the client there, denied as redirect_not_allowed. The DNS server
+// looks (the query is not the use), the proxy takes (the connection is).
+#include "policy/redirect_grants.hpp"
+#include "policy/snapshot.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace airlock::policy {
+
+struct redirect_outcome {
+  enum class kind { none, granted, refused };
+  kind what = kind::none;
+  std::string from_host;  // the host whose redirect this was
+  std::string rule;       // granted: the redirects: entry, "FILE:LINE"
+};
+
+inline redirect_outcome check_redirects(redirect_grants* grants, const decision& d, std::string_view session,
+                                        const domain_name& name, bool consume) {
+  if (grants == nullptr || d.reason != reason::host_not_allowed) return {};
+  const auto now = redirect_grants::clock::now();
+  if (auto g = consume ? grants->take(session, name, now) : grants->peek(session, name, now))
+    return {redirect_outcome::kind::granted, std::move(g->from_host), std::move(g->rule)};
+  if (auto from = grants->refused_from(session, name, now))
+    return {redirect_outcome::kind::refused, std::move(*from), {}};
+  return {};
+}
+
+// `d` as the outcome makes it; `rule` keeps the granted rule's text alive for d.rule.
+inline void apply_redirect(const redirect_outcome& r, decision& d, std::string& rule) {
+  if (r.what == redirect_outcome::kind::granted) {
+    rule = r.rule;
+    d = {verdict::allow, reason::redirect_allowed, rule, false};
+  } else if (r.what == redirect_outcome::kind::refused) {
+    d.reason = reason::redirect_not_allowed;
+  }
+}
+
+}  // namespace airlock::policy

@@ -1,0 +1,47 @@
+#pragma once
+// Requests on a connection airlock serves itself: TLS terminated for a rule with
+// `inspect: true`, or plain HTTP whose policy follows redirects from its host. Each
+// request is read with the proxy's strict head parser, judged on its own (Host against
+// the connection's name, method and path against the rule), logged on its own `http`
+// line, and forwarded; each response is read for the redirect it may carry. Bodies
+// stream through in both directions; nothing is buffered whole.
+#include "core/decision.hpp"
+#include "policy/domain_name.hpp"
+#include "policy/redirect_grants.hpp"
+#include "policy/snapshot.hpp"
+#include "proxy/connection.hpp"
+#include "proxy/limits.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace airlock::proxy {
+
+struct exchange_setup {
+  proxy_context& ctx;
+  const policy::compiled_policy& policy;
+  const policy::domain_name& name;  // the connection's name: SNI, or the first request's Host
+  std::uint16_t port;
+  bool tls;  // TLS terminated by airlock (false: plain HTTP)
+  // The name, airlock's resolution and the client's destination agree: only then may a
+  // credential be put on a request.
+  bool destination_agrees;
+  const core::decision_record& connection;  // its line's shared fields are copied into each request's
+  limiter::ticket& ticket;
+};
+
+struct exchange_totals {
+  std::uint64_t up = 0;    // bytes of requests forwarded (heads and bodies, as plaintext)
+  std::uint64_t down = 0;  // bytes of responses forwarded
+  std::uint64_t requests = 0;
+  bool cut = false;  // a session's byte budget ended it
+};
+
+// Serves requests until either side closes, a request is refused (answered, then the
+// connection closed), or the idle limit passes between requests.
+template <typename Client, typename Upstream>
+boost::asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstream, exchange_setup& x);
+
+}  // namespace airlock::proxy

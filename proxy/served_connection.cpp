@@ -1,0 +1,125 @@
+#include "proxy/served_connection.hpp"
+
+#include "certs/tls_contexts.hpp"
+#include "core/deadline.hpp"
+#include "proxy/http_exchange.hpp"
+#include "proxy/served_streams.hpp"
+
+namespace airlock::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using asio::ip::tcp;
+using core::nothrow;
+using policy::reason;
+using policy::verdict;
+
+namespace {
+
+// Closing words on both sides, briefly: a peer that does not answer close_notify in time
+// is simply closed.
+template <typename Stream>
+asio::awaitable<void> tls_goodbye(Stream& s) {
+  beast::get_lowest_layer(s).expires_after(std::chrono::seconds(1));
+  co_await s.async_shutdown(nothrow);
+}
+
+}  // namespace
+
+asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const served_target& t, steps::emit_once& line,
+                                      proxy_context& ctx, limiter::ticket& ticket) {
+  auto& rec = line.record;
+  if (ctx.inspection == nullptr) {
+    // The config loader refuses inspect rules without a CA; reaching here is a bug.
+    rec.verdict = verdict::deny;
+    rec.reason = reason::internal_error;
+    rec.notes.push_back("inspection_not_configured");
+    co_await steps::refuse(client, sniffed::kind::tls, line);
+    co_return;
+  }
+  tcp::socket raw(client.get_executor());
+  if (!co_await steps::connect_any(raw, t.addresses, t.port, ctx.settings.connect_limit)) {
+    rec.reason = reason::upstream_unreachable;
+    co_await steps::refuse(client, sniffed::kind::tls, line);
+    co_return;
+  }
+  boost::system::error_code ec;
+  rec.upstream = steps::text(raw.remote_endpoint(ec));
+
+  // The origin first: a certificate that does not verify is a denial the client hears
+  // as a TLS alert, before it ever trusts airlock's leaf for that name.
+  served_upstream_tls upstream(beast::tcp_stream(std::move(raw)), ctx.inspection->upstream);
+  if (auto prepared = certs::prepare_upstream(upstream.native_handle(), t.name.str()); !prepared) {
+    rec.verdict = verdict::deny;
+    rec.reason = reason::internal_error;
+    rec.notes.push_back("upstream_tls_setup");
+    co_await steps::refuse(client, sniffed::kind::tls, line);
+    co_return;
+  }
+  beast::get_lowest_layer(upstream).expires_after(ctx.settings.connect_limit);
+  if (auto [hec] = co_await upstream.async_handshake(asio::ssl::stream_base::client, nothrow); hec) {
+    rec.verdict = verdict::deny;
+    rec.reason = reason::upstream_tls;
+    const auto why = certs::verify_failure(upstream.native_handle());
+    rec.notes.push_back("upstream_tls:" + (why.empty() ? hec.message() : std::string(why)));
+    co_await steps::refuse(client, sniffed::kind::tls, line);
+    co_return;
+  }
+
+  // Then the client, with a leaf for the name it asked for.
+  auto leaf = ctx.inspection->minter.get(t.name.str());
+  if (!leaf) {
+    rec.verdict = verdict::deny;
+    rec.reason = reason::internal_error;
+    rec.notes.push_back("leaf_certificate:" + leaf.error());
+    co_await steps::refuse(client, sniffed::kind::tls, line);
+    co_return;
+  }
+  served_client_tls sandbox(served_client_tcp(beast::tcp_stream(std::move(client)), std::move(first.bytes)),
+                            ctx.inspection->server);
+  if (auto used = certs::use_leaf(sandbox.native_handle(), **leaf); !used) {
+    rec.verdict = verdict::deny;
+    rec.reason = reason::internal_error;
+    rec.notes.push_back("leaf_certificate:" + used.error());
+    co_return;
+  }
+  rec.notes.push_back("inspected");
+  beast::get_lowest_layer(sandbox).expires_after(ctx.settings.peek_limit);
+  if (auto [hec] = co_await sandbox.async_handshake(asio::ssl::stream_base::server, nothrow); hec) {
+    // Allowed, but the client would not talk to airlock's leaf: usually a sandbox that
+    // was not given airlock's CA.
+    rec.notes.push_back("client_tls:" + hec.message());
+    co_return;
+  }
+
+  exchange_setup x{ctx, t.policy, t.name, t.port, true, t.destination_agrees, rec, ticket};
+  const auto totals = co_await serve_requests(sandbox, upstream, x);
+  rec.bytes_up = totals.up;
+  rec.bytes_down = totals.down;
+  if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
+  co_await tls_goodbye(sandbox);
+  co_await tls_goodbye(upstream);
+}
+
+asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, const served_target& t,
+                                       steps::emit_once& line, proxy_context& ctx, limiter::ticket& ticket) {
+  auto& rec = line.record;
+  tcp::socket raw(client.get_executor());
+  if (!co_await steps::connect_any(raw, t.addresses, t.port, ctx.settings.connect_limit)) {
+    rec.reason = reason::upstream_unreachable;
+    co_await steps::refuse(client, sniffed::kind::http, line);
+    co_return;
+  }
+  boost::system::error_code ec;
+  rec.upstream = steps::text(raw.remote_endpoint(ec));
+  rec.notes.push_back("requests_judged");
+  served_upstream_tcp upstream(std::move(raw));
+  served_client_tcp sandbox(beast::tcp_stream(std::move(client)), std::move(first.bytes));
+  exchange_setup x{ctx, t.policy, t.name, t.port, false, t.destination_agrees, rec, ticket};
+  const auto totals = co_await serve_requests(sandbox, upstream, x);
+  rec.bytes_up = totals.up;
+  rec.bytes_down = totals.down;
+  if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
+}
+
+}  // namespace airlock::proxy

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# TLS inspection end to end: airlock terminates TLS with its own CA (made here with
+# `airlock ca init`) for rules with `inspect: true`, verifies the origin against the
+# test CA (upstream_ca), and judges every request. Real curl, git (dumb HTTP) and npm
+# (a static registry) in the sandbox trust airlock's CA through their usual variables.
+# Checked: an inspected host works; fronting (Host != SNI) is denied; a second name on
+# a kept-alive connection gets 421; paths and methods are enforced; an allowed redirect
+# works once, then the name is denied again; a redirect elsewhere is denied with its
+# origin named; a credential reaches the origin without the sandbox holding it, and its
+# echo is masked; an origin with an invalid certificate is denied (upstream_tls).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+WORLD_RECORDS="inspected.airlock.test 203.0.113.10
+api.airlock.test 203.0.113.10
+cdn-ok.airlock.test 203.0.113.10
+elsewhere.airlock.test 203.0.113.10
+badcert.airlock.test 203.0.113.10
+git.airlock.test 203.0.113.10
+registry.airlock.test 203.0.113.10
+plain.airlock.test 203.0.113.10"
+WORLD_CERT_NAMES="inspected.airlock.test api.airlock.test cdn-ok.airlock.test elsewhere.airlock.test git.airlock.test registry.airlock.test plain.airlock.test"
+source "$here/lib/world.sh"
+source "$here/lib/check.sh"
+for tool in git npm; do command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }; done
+
+SECRET="Bearer e2e-$RANDOM$RANDOM-secret"
+WORLD_NGINX_SERVERS="
+  log_format withauth '\$host \$request auth=[\$http_authorization]';
+  server {
+    listen $ORIGIN_IP:443 ssl;
+    server_name inspected.airlock.test;
+    access_log $W/inspected-access.log;
+    location = /go-ok { return 302 https://cdn-ok.airlock.test/landed; }
+    location = /go-elsewhere { return 302 https://elsewhere.airlock.test/landed; }
+    location / { return 200 \"inspected origin: \$host \$request_method \$request_uri\\n\"; }
+  }
+  server {
+    listen $ORIGIN_IP:443 ssl;
+    listen $ORIGIN_IP:80;
+    server_name cdn-ok.airlock.test elsewhere.airlock.test;
+    location / { return 200 \"cdn: \$host\\n\"; }
+  }
+  server {
+    listen $ORIGIN_IP:443 ssl;
+    server_name api.airlock.test;
+    access_log $W/api-access.log withauth;
+    location /v1/echo { return 200 \"you sent: \$http_authorization\\n\"; }
+    location / { return 200 \"api: \$request_method \$request_uri\\n\"; }
+  }
+  server {
+    listen $ORIGIN_IP:443 ssl;
+    server_name badcert.airlock.test;
+    ssl_certificate $W/bad.crt;
+    ssl_certificate_key $W/bad.key;
+    location / { return 200 \"should never be seen\\n\"; }
+  }
+  server {
+    listen $ORIGIN_IP:443 ssl;
+    server_name git.airlock.test;
+    root $W/git-root;
+  }
+  server {
+    listen $ORIGIN_IP:443 ssl;
+    server_name registry.airlock.test;
+    location = /tiny-pkg { default_type application/json; alias $W/registry/tiny-pkg.json; }
+    location /tiny-pkg/-/ { alias $W/registry/tarballs/; }
+  }
+  server {
+    listen $ORIGIN_IP:80;
+    server_name plain.airlock.test;
+    location = /go-ok { return 302 http://cdn-ok.airlock.test/landed; }
+    location / { return 200 \"plain: \$host\\n\"; }
+  }"
+
+# A self-signed certificate nobody trusts, for badcert.airlock.test.
+mkdir -p "$W"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=badcert.airlock.test" \
+  -addext "subjectAltName=DNS:badcert.airlock.test" -keyout "$W/bad.key" -out "$W/bad.crt" 2>/dev/null
+
+# A git repository served as static files (git's "dumb" HTTP protocol).
+mkdir -p "$W/git-src" "$W/git-root"
+git -C "$W/git-src" init -q -b main
+echo "hello from git" >"$W/git-src/README"
+git -C "$W/git-src" add README
+git -C "$W/git-src" -c user.name=t -c user.email=t@example.test commit -qm first
+git clone -q --bare "$W/git-src" "$W/git-root/repo.git"
+git -C "$W/git-root/repo.git" update-server-info
+
+# An npm registry of one package, as static files.
+mkdir -p "$W/registry/tarballs" "$W/pkg/package"
+printf '{"name":"tiny-pkg","version":"1.0.0","main":"index.js"}\n' >"$W/pkg/package/package.json"
+echo 'module.exports = "tiny";' >"$W/pkg/package/index.js"
+tar -C "$W/pkg" -czf "$W/registry/tarballs/tiny-pkg-1.0.0.tgz" package
+sha1=$(sha1sum "$W/registry/tarballs/tiny-pkg-1.0.0.tgz" | cut -d' ' -f1)
+integrity="sha512-$(openssl dgst -sha512 -binary "$W/registry/tarballs/tiny-pkg-1.0.0.tgz" | base64 -w0)"
+printf '{"name":"tiny-pkg","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"tiny-pkg","version":"1.0.0","dist":{"tarball":"https://registry.airlock.test/tiny-pkg/-/tiny-pkg-1.0.0.tgz","shasum":"%s","integrity":"%s"}}}}\n' \
+  "$sha1" "$integrity" >"$W/registry/tiny-pkg.json"
+
+world_up
+"$AIRLOCK" ca init "$W/airlock-ca" >/dev/null
+printf '%s\n' "$SECRET" >"$W/secret"
+chmod 600 "$W/secret"
+cat >"$W/airlock.yaml" <<YAML
+version: 1
+listen:
+  proxy: 0.0.0.0:15001
+  dns: 0.0.0.0:15053
+upstream_dns: [$DNS_IP]
+log:
+  decisions: $W/decisions.jsonl
+inspection:
+  ca_dir: $W/airlock-ca
+  upstream_ca: [$W/ca.crt]
+policies:
+  sandbox:
+    allow:
+      - host: inspected.airlock.test
+        inspect: true
+      - host: api.airlock.test
+        inspect: true
+        paths: ["/v1/"]
+        methods: [GET, HEAD]
+      - host: badcert.airlock.test
+        inspect: true
+      - host: git.airlock.test
+        inspect: true
+      - host: registry.airlock.test
+        inspect: true
+      - host: plain.airlock.test
+        ports: [80]
+    redirects:
+      - from: inspected.airlock.test
+        to: [cdn-ok.airlock.test]
+      - from: plain.airlock.test
+        to: [cdn-ok.airlock.test]
+    credentials:
+      - host: api.airlock.test
+        header: Authorization
+        secret_file: $W/secret
+sessions:
+  - id: insp
+    source: 198.51.100.0/24
+    policy: sandbox
+YAML
+world_start_airlock -c "$W/airlock.yaml"
+
+ACA="$W/airlock-ca/ca.crt"
+# curl in the sandbox trusting airlock's CA only (never the origin's test CA).
+icurl() { world_sbx curl -sS --max-time 10 --cacert "$ACA" "$@"; }
+# What a real sandbox trusts: the roots that sign origins (here the test CA) plus airlock's.
+cat "$W/ca.crt" "$ACA" >"$W/trust.pem"
+tcurl() { world_sbx curl -sS --max-time 10 --cacert "$W/trust.pem" "$@"; }
+
+# 1. An inspected host works, and each request has its own line.
+expect "an inspected host works through airlock's CA" \
+  body_is "inspected origin: inspected.airlock.test GET /hello?x=1" icurl "https://inspected.airlock.test/hello?x=1"
+expect "  the leaf names the host and is signed by airlock's CA" bash -c \
+  "ip netns exec $SBX openssl s_client -connect inspected.airlock.test:443 -servername inspected.airlock.test \
+     -CAfile $ACA -verify_return_error </dev/null 2>/dev/null | grep -q 'Verify return code: 0'"
+expect "  the request has an http line with method and path" \
+  line event=http verdict=allow name=inspected.airlock.test method=GET 'path=/hello?x=1' status=200
+expect "  and the connection says it was inspected" line event=connect name=inspected.airlock.test 'notes~=inspected'
+expect_not "  only airlock's CA is offered to the sandbox: the origin's own certificate is never seen" \
+  world_sbx curl -sS --max-time 10 --cacert "$W/ca.crt" https://inspected.airlock.test/
+
+# 2. Fronting and reuse for another name.
+expect "fronting (SNI allowed, Host another name) is refused with 403" \
+  bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl -o /dev/null -w '%{http_code}' -H 'Host: api.airlock.test' https://inspected.airlock.test/ | grep -qx 403"
+expect "  denied as sni_host_mismatch" line event=http verdict=deny reason=sni_host_mismatch name=api.airlock.test
+cat >"$W/reuse.py" <<'PY'
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("inspected.airlock.test", 443), timeout=10),
+                    server_hostname="inspected.airlock.test")
+def ask(host):
+    s.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(4096)
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(rest) < length:
+        rest += s.recv(4096)
+    return head.split(b"\r\n")[0].decode()
+print(ask("inspected.airlock.test"))
+print(ask("api.airlock.test"))
+PY
+world_sbx python3 "$W/reuse.py" "$ACA" >"$W/reuse.out" 2>&1 || true
+expect "a kept-alive connection asked for another name gets 421" \
+  bash -c "head -1 $W/reuse.out | grep -q ' 200 ' && sed -n 2p $W/reuse.out | grep -q ' 421 '"
+expect "  logged as misdirected" line event=http reason=misdirected status=421
+
+# 3. Paths and methods.
+expect "a path the rule lists is allowed" body_is "api: GET /v1/things" icurl https://api.airlock.test/v1/things
+expect "a path it does not list is refused (403)" \
+  bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl -o /dev/null -w '%{http_code}' https://api.airlock.test/v2/things | grep -qx 403"
+expect "  as path_not_allowed" line event=http reason=path_not_allowed 'path=/v2/things'
+expect "an encoded way around the prefix is refused" \
+  bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl --path-as-is -o /dev/null -w '%{http_code}' 'https://api.airlock.test/v1/%2e%2e/v2/things' | grep -qx 400"
+expect "a method it does not list is refused" \
+  bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl -o /dev/null -w '%{http_code}' -X DELETE https://api.airlock.test/v1/things | grep -qx 403"
+expect "  as method_not_allowed" line event=http reason=method_not_allowed method=DELETE
+
+# 4. Redirects.
+expect_not "before any redirect, cdn-ok is not allowed" tcurl https://cdn-ok.airlock.test/
+expect "an allowed redirect is followed" body_is "cdn: cdn-ok.airlock.test" tcurl -L https://inspected.airlock.test/go-ok
+expect "  the grant is on the redirect's line" line event=http name=inspected.airlock.test status=302 'notes~=redirect_granted:cdn-ok.airlock.test'
+expect "  the follow-up connection is allowed by it, its origin named" \
+  line event=connect name=cdn-ok.airlock.test verdict=allow reason=redirect_allowed 'notes~=redirect_from:inspected.airlock.test'
+expect_not "  and only once: a second visit is denied" tcurl https://cdn-ok.airlock.test/
+expect_not "a redirect elsewhere passes to the client, whose follow-up is denied" \
+  tcurl -L https://inspected.airlock.test/go-elsewhere
+expect "  with reason redirect_not_allowed, the origin named" \
+  line name=elsewhere.airlock.test verdict=deny reason=redirect_not_allowed 'notes~=redirect_from:inspected.airlock.test'
+expect "a redirect on plain HTTP is followed the same way" body_is "cdn: cdn-ok.airlock.test" \
+  bash -c "$(declare -f world_sbx); SBX=$SBX; world_sbx curl -sS --max-time 10 --cacert $ACA -L http://plain.airlock.test/go-ok | sed 's/ *$//'"
+
+# 5. Credentials.
+expect "a credential is put on the request: the origin's echo arrives masked" \
+  bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl https://api.airlock.test/v1/echo | grep -q '^you sent: \*\*\*\*'"
+expect "  the origin received the secret" grep -qF "auth=[$SECRET]" "$W/api-access.log"
+expect "  the line says credential_injected, never the value" \
+  bash -c "grep -q credential_injected $W/decisions.jsonl && ! grep -qF '${SECRET#Bearer }' $W/decisions.jsonl"
+expect "  a header the sandbox sends under that name is replaced" \
+  bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl -o /dev/null -H 'Authorization: Bearer forged' https://api.airlock.test/v1/things; ! grep -q 'forged' $W/api-access.log"
+expect "  the sandbox's environment does not hold it" bash -c "! ip netns exec $SBX env | grep -qF '${SECRET#Bearer }'"
+
+# 6. An origin whose certificate does not verify.
+expect_not "an origin with an invalid certificate is refused" icurl https://badcert.airlock.test/
+expect "  as upstream_tls" line event=connect name=badcert.airlock.test verdict=deny reason=upstream_tls
+expect "  its server saw no request" bash -c "! grep -q badcert $W/origin-access.log"
+
+# 7. Real tools trusting the CA the usual way.
+expect "git clones through inspection (GIT_SSL_CAINFO)" \
+  world_sbx env GIT_SSL_CAINFO="$ACA" HOME="$W" git clone -q https://git.airlock.test/repo.git "$W/clone"
+expect "  the clone has the file" grep -q "hello from git" "$W/clone/README"
+mkdir -p "$W/npm-project" "$W/npm-cache"
+echo '{"name":"e2e","version":"1.0.0"}' >"$W/npm-project/package.json"
+# npm_config_cafile as well: a global npmrc's cafile (Debian images often set one)
+# replaces Node's store, NODE_EXTRA_CA_CERTS included.
+cat /etc/ssl/certs/ca-certificates.crt "$W/trust.pem" >"$W/npm-trust.pem" 2>/dev/null || cp "$W/trust.pem" "$W/npm-trust.pem"
+expect "npm installs through inspection (NODE_EXTRA_CA_CERTS, npm_config_cafile)" \
+  world_sbx env -C "$W/npm-project" NODE_EXTRA_CA_CERTS="$ACA" npm_config_cafile="$W/npm-trust.pem" HOME="$W" \
+  npm_config_cache="$W/npm-cache" \
+  npm install --registry https://registry.airlock.test/ --no-audit --no-fund --no-update-notifier tiny-pkg
+expect "  the package is there" test -f "$W/npm-project/node_modules/tiny-pkg/index.js"
+expect "  each of its requests was judged" line event=http name=registry.airlock.test method=GET path=/tiny-pkg verdict=allow
+
+check_summary

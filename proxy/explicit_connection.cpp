@@ -7,6 +7,7 @@
 #include "core/deadline.hpp"
 #include "proxy/http_head.hpp"
 #include "proxy/relay.hpp"
+#include "proxy/served_connection.hpp"
 #include "proxy/sniff.hpp"
 #include "proxy/steps.hpp"
 
@@ -19,6 +20,59 @@ using asio::ip::tcp;
 using core::nothrow;
 using policy::reason;
 using policy::verdict;
+
+namespace {
+
+// The origin-form path of an absolute-form request ("GET http://h/x?q HTTP/1.1" -> "/x?q").
+std::string first_target(const sniffed& first) {
+  const std::string_view head(reinterpret_cast<const char*>(first.bytes.data()), first.head_size);
+  const auto sp1 = head.find(' ');
+  const auto sp2 = head.find(' ', sp1 + 1);
+  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return "/";
+  const auto url = head.substr(sp1 + 1, sp2 - sp1 - 1);
+  const auto scheme = url.find("://");
+  const auto slash = url.find('/', scheme == std::string_view::npos ? 0 : scheme + 3);
+  return slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
+}
+
+// CONNECT to a name whose rule inspects: the tunnel is opened, its ClientHello must name
+// the CONNECT host (else the tunnel would carry another name), and the TLS inside is
+// served like a transparent inspected connection.
+asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, const served_target& t,
+                                     steps::emit_once& guard, proxy_context& ctx, limiter::ticket& ticket) {
+  auto& rec = guard.record;
+  if (request.bytes.size() > request.head_size) {
+    // TLS sent before the tunnel was granted: a client airlock cannot serve as asked.
+    rec.verdict = verdict::deny;
+    rec.reason = reason::parse_error;
+    rec.notes.push_back("data_before_connect_established");
+    co_await steps::refuse(client, sniffed::kind::http, guard);
+    co_return;
+  }
+  static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
+  if (auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow); wec) co_return;
+  auto hello = co_await sniff(client, ctx.settings.peek_limit);
+  if (hello.failure || hello.type != sniffed::kind::tls) {
+    rec.verdict = verdict::deny;
+    rec.reason = hello.failure.value_or(reason::parse_error);
+    rec.notes.push_back("tunnel_without_tls");
+    co_await steps::refuse(client, sniffed::kind::unknown, guard);
+    co_return;
+  }
+  if (!hello.name.empty()) {
+    auto sni = policy::domain_name::parse(hello.name);
+    if (!sni.has_value() || !(*sni == t.name)) {
+      rec.verdict = verdict::deny;
+      rec.reason = reason::sni_host_mismatch;
+      rec.notes.push_back("sni:" + hello.name);
+      co_await steps::refuse(client, sniffed::kind::tls, guard);
+      co_return;
+    }
+  }
+  co_await serve_inspected(client, hello, t, guard, ctx, ticket);
+}
+
+}  // namespace
 
 asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_context& ctx) {
   core::decision_record rec;
@@ -101,6 +155,23 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   if (name) {
     targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
     if (targets.empty()) {
+      co_await steps::refuse(client, channel, guard);
+      co_return;
+    }
+  }
+  if (tunnel && name && d.verdict == verdict::allow && d.inspect) {
+    const served_target target{*session->policy, *name, port, targets, true};  // named: see connection.cpp
+    co_await inspect_tunnel(client, first, target, guard, ctx, ticket);
+    co_return;
+  }
+  if (!tunnel && name && d.verdict == verdict::allow && d.inspect) {
+    // The one request this connection forwards is judged like an inspected one.
+    const auto target = first_target(first);
+    const auto rd = session->policy->decide_request(*name, port, first.method, target);
+    if (!rd.allowed()) {
+      rec.verdict = rd.verdict;
+      rec.reason = rd.reason;
+      rec.rule = std::string(rd.rule);
       co_await steps::refuse(client, channel, guard);
       co_return;
     }

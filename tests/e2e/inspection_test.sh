@@ -106,6 +106,7 @@ version: 1
 listen:
   proxy: 0.0.0.0:15001
   dns: 0.0.0.0:15053
+  http_proxy: 127.0.0.1:3128
 upstream_dns: [$DNS_IP]
 log:
   decisions: $W/decisions.jsonl
@@ -141,6 +142,9 @@ policies:
 sessions:
   - id: insp
     source: 198.51.100.0/24
+    policy: sandbox
+  - id: explicit
+    source: 127.0.0.1/32
     policy: sandbox
 YAML
 world_start_airlock -c "$W/airlock.yaml"
@@ -246,5 +250,18 @@ expect "npm installs through inspection (NODE_EXTRA_CA_CERTS, npm_config_cafile)
   npm install --registry https://registry.airlock.test/ --no-audit --no-fund --no-update-notifier tiny-pkg
 expect "  the package is there" test -f "$W/npm-project/node_modules/tiny-pkg/index.js"
 expect "  each of its requests was judged" line event=http name=registry.airlock.test method=GET path=/tiny-pkg verdict=allow
+
+# 8. The explicit proxy: a CONNECT to an inspecting rule's host is inspected as well
+#    (a client of the explicit listener in the gateway, as the "explicit" session).
+gcurl() { ip netns exec "$GW" curl -sS --max-time 10 --proxy http://127.0.0.1:3128 --cacert "$ACA" "$@"; }
+expect "a CONNECT tunnel to an inspected host is served through airlock's CA" \
+  body_is "inspected origin: inspected.airlock.test GET /via-connect" gcurl https://inspected.airlock.test/via-connect
+expect "  its request has its own line" line event=http session=explicit method=GET path=/via-connect verdict=allow
+expect "  paths are enforced inside the tunnel too" \
+  bash -c "$(declare -f gcurl); GW=$GW ACA=$ACA; gcurl -o /dev/null -w '%{http_code}' https://api.airlock.test/v2/x | grep -qx 403"
+expect_not "  a tunnel whose ClientHello names another host is refused" \
+  ip netns exec "$GW" curl -sS --max-time 10 --proxy http://127.0.0.1:3128 --cacert "$ACA" \
+  --connect-to inspected.airlock.test:443:api.airlock.test:443 https://inspected.airlock.test/
+expect "  as sni_host_mismatch" line event=connect session=explicit reason=sni_host_mismatch
 
 check_summary

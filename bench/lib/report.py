@@ -201,10 +201,62 @@ def decide_table(data):
     return table(["decide() ns, pool of 1,024 names"] + [s.replace("rules:", "") + " rules" for s in sizes], rows)
 
 
+STARTUP = [  # target, what, budget over `true` (issue 9)
+    ("true", "`true`", None),
+    ("airlock --version", "`airlock --version` (the binary's own start: loading, no sandbox)", None),
+    ("bwrap", "bubblewrap floor (`bwrap --ro-bind / / --unshare-pid true`)", None),
+    ("netns", "network namespace floor (`ip netns add` + `ip netns del`)", None),
+    ("daemon", "`airlock run -- true`, a daemon running", 30),
+    ("embedded", "`airlock run -- true`, the embedded daemon", 100),
+]
+
+
+def startup_tables(data):
+    """the launcher's start-up: medians, the per-round difference to `true`, the budget"""
+    if "startup" not in data:
+        return []
+    S = Scenario(data["startup"])
+    rows = []
+    for t, what, budget in STARTUP:
+        v = list(data["startup"].get(t, {}).get("ms", {}).values())
+        if not v:
+            continue
+        over = S.paired(t, "true", "ms", diff=True) if t != "true" else float("nan")
+        spread = statistics.quantiles(v, n=10) if len(v) >= 2 else [v[0]] * 9
+        verdict = ""
+        if budget is not None and over == over:
+            verdict = f"{budget} ms: " + ("met" if over <= budget else "**missed**")
+        rows.append([what, fmt(med(v)), f"{over:+.1f}" if over == over else "", f"{spread[0]:.1f}..{spread[-1]:.1f}",
+                     str(len(v)), verdict])
+    out = table(["command (all through `nsenter --net`)", "median ms", "over `true`, ms", "p10..p90 ms", "runs",
+                 "budget over `true`"], rows, ["---", "---:", "---:", "---:", "---:", "---"])
+    load = data.get("startup-load", {}).get("all", {})
+    if load:
+        g = lambda m: load.get(m, {}).get("1", float("nan"))
+        out += ["", f"While the rounds ran: load average {g('loadavg_start'):.2f} at the start, {g('loadavg_end'):.2f} "
+                    f"at the end; the CPUs {g('busy_pct'):.0f} % busy (this benchmark included)."]
+    steps = data.get("startup-steps", {}).get("daemon", {})
+    if steps:
+        out += ["", "Where a run with the daemon spends its time (`AIRLOCK_TIMINGS=1`, medians of "
+                    f"{max(len(v) for v in steps.values())} runs; after the binary has started):", ""]
+        out += table(["step", "ms"], [[k, f"{med(list(v.values())):.2f}"] for k, v in steps.items()])
+    loop = data.get("startup-loop", {}).get("daemon", {})
+    if loop:
+        g = lambda m: loop.get(m, {}).get("1", float("nan"))
+        left = {k: g(k) for k in ("left_netns_or_cgroup", "left_veth", "left_nft", "left_records")}
+        n = g("runs") + g("failed")
+        out += ["", f"{n:,.0f} runs of `airlock run --pids 64 -- true` in a row: {g('seconds'):.1f} s "
+                    f"({g('seconds') * 1000 / max(1, n):.1f} ms each), {g('failed'):.0f} failed; left behind: "
+                    + ("nothing (no namespace pin, cgroup, veth, nft table or record)" if not any(left.values()) else
+                       ", ".join(f"{k[5:]} {v:.0f}" for k, v in left.items()))
+                    + "."]
+    return out
+
+
 def details(data):
     out = []
     for sc in sorted(data):
-        if sc == "decide":
+        if sc == "decide" or sc.startswith("startup"):
             continue
         sd = data[sc]
         S = Scenario(sd)
@@ -234,20 +286,27 @@ def report(d, for_readme=False):
     meta = open(os.path.join(d, "meta.txt")).read().strip() if os.path.exists(os.path.join(d, "meta.txt")) else ""
     out = []
     out += ["```", meta, "```", ""]
-    out += [f"Medians over the rounds of one run; in parentheses the median of the per-round ratios to direct "
-            f"and to HAProxy (for DNS: to unbound). Rounds with more than {FOREIGN_MAX:g} % foreign CPU are left "
-            f"out when a clean one remains.", ""]
-    out += headline(data) + [""]
+    h, c = headline(data), cpu_table(data)
+    if len(h) > 2 or any(s.startswith("dns") for s in data):  # more than a header: a proxy or DNS scenario ran
+        out += [f"Medians over the rounds of one run; in parentheses the median of the per-round ratios to direct "
+                f"and to HAProxy (for DNS: to unbound). Rounds with more than {FOREIGN_MAX:g} % foreign CPU are left "
+                f"out when a clean one remains.", ""]
+    if len(h) > 2:
+        out += h + [""]
     if any(s.startswith("dns") for s in data):
         out += dns_table(data) + [""]
-    out += cpu_table(data) + [""]
+    if len(c) > 2:
+        out += c + [""]
     dt = decide_table(data)
     if dt:
         out += dt + [""]
+    st = startup_tables(data)
+    if st:
+        out += ["#### Start-up of `airlock run`", ""] + st + [""]
     log = os.path.join(d, "airlock-log.md")
     if os.path.exists(log):
         out += [re.sub(r"^### ", "#### ", open(log).read(), flags=re.M), ""]
-    if not for_readme:
+    if not for_readme and details(data):
         out += ["### Details", ""] + details(data)
     return "\n".join(out)
 

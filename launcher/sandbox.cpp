@@ -437,7 +437,10 @@ step_result sandbox::start_child() {
     spec.files.push_back({ca_bundle_.get(), std::string(sandbox_ca_bundle)});
     files_.push_back(std::move(ca_file_));
     files_.push_back(std::move(ca_bundle_));
-    for (const char* var : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"})
+    // npm_config_cafile too: a global npmrc's cafile (Debian images with NodeSource set one)
+    // replaces Node's store, NODE_EXTRA_CA_CERTS included.
+    for (const char* var :
+         {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE", "npm_config_cafile"})
       env_req.forced.emplace_back(var, std::string(sandbox_ca_bundle));
     env_req.forced.emplace_back("NODE_EXTRA_CA_CERTS", std::string(sandbox_ca_file));
   }

@@ -369,13 +369,14 @@ run_inspect() {
   nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/inspect.sock" \
     --ro "$W/inspect-ca/ca.crt" "$@"
 }
-ca_vars='SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|GIT_SSL_CAINFO|CURL_CA_BUNDLE'
+ca_vars='SSL_CERT_FILE|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|GIT_SSL_CAINFO|CURL_CA_BUNDLE|npm_config_cafile'
 expect "with inspection on, the CA variables are set for CMD" \
   body_is "CURL_CA_BUNDLE=/run/airlock/ca-bundle.crt
 GIT_SSL_CAINFO=/run/airlock/ca-bundle.crt
 NODE_EXTRA_CA_CERTS=/run/airlock/ca.crt
 REQUESTS_CA_BUNDLE=/run/airlock/ca-bundle.crt
-SSL_CERT_FILE=/run/airlock/ca-bundle.crt" \
+SSL_CERT_FILE=/run/airlock/ca-bundle.crt
+npm_config_cafile=/run/airlock/ca-bundle.crt" \
   run_inspect -- sh -c "env | grep -E '^($ca_vars)=' | sort"
 expect "  NODE_EXTRA_CA_CERTS is airlock's CA, byte for byte" \
   run_inspect -- sh -c "cmp \"\$NODE_EXTRA_CA_CERTS\" '$W/inspect-ca/ca.crt'"

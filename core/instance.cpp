@@ -270,6 +270,10 @@ registry_result<std::shared_ptr<const policy::snapshot>> reload(parts_t& r) {
     for (const auto& err : cfg.error()) e.messages.push_back(err.to_string());
     return fail(std::move(e));
   }
+  // The CA and the origin trust are loaded once, at start: a reload cannot bring them.
+  if (cfg->inspection.ca_dir != r.cfg.inspection.ca_dir || cfg->inspection.upstream_ca != r.cfg.inspection.upstream_ca)
+    return fail(registry_error{
+        422, {cfg->file + ": inspection: ca_dir and upstream_ca are read at start; restart the daemon to change them"}});
   auto snap = r.sessions->apply(std::move(*cfg));
   if (!snap.has_value()) return fail(snap.error());
   r.stats.count_reload(true);

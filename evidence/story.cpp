@@ -210,6 +210,16 @@ class text_renderer {
         if (!e.proto.empty()) out += " " + printable(e.proto);
         out += " " + target(s);
         if (!e.upstream.empty() && e.upstream != e.dst) out += " via " + printable(e.upstream);
+        if (e.kind == event_kind::http) {
+          // The request itself: "GET /tiny-pkg -> 200".
+          auto text = [&](const char* key) -> std::string {
+            const auto* v = e.line.if_contains(key);
+            return v && v->is_string() ? printable(v->as_string()) : std::string();
+          };
+          if (const auto m = text("method"); !m.empty()) out += " " + m + " " + text("path");
+          if (const auto* st = e.line.if_contains("status"); st && st->is_int64())
+            out += " -> " + std::to_string(st->as_int64());
+        }
         return out;
       default:
         return out + printable(e.line.at("event").as_string());

@@ -152,7 +152,7 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
     rec.client = x.connection.client;
     rec.dst = x.connection.dst;
     rec.upstream = x.connection.upstream;
-    rec.proto = x.tls ? "https" : "http";
+    rec.proto = "http";  // the request's protocol; its connection's line says tls or http
     rec.conn = x.connection.conn;
     rec.policy = x.connection.policy;
     rec.policy_version = x.connection.policy_version;

@@ -251,6 +251,9 @@ expect "npm installs through inspection (NODE_EXTRA_CA_CERTS, npm_config_cafile)
 expect "  the package is there" test -f "$W/npm-project/node_modules/tiny-pkg/index.js"
 expect "  each of its requests was judged" line event=http name=registry.airlock.test method=GET path=/tiny-pkg verdict=allow
 
+expect "airlock explain shows each inspected request under its connection" \
+  bash -c "NO_COLOR=1 '$AIRLOCK' explain --log '$W/decisions.jsonl' insp | grep -q 'GET /hello?x=1 -> 200'"
+
 # 8. The explicit proxy: a CONNECT to an inspecting rule's host is inspected as well
 #    (a client of the explicit listener in the gateway, as the "explicit" session).
 gcurl() { ip netns exec "$GW" curl -sS --max-time 10 --proxy http://127.0.0.1:3128 --cacert "$ACA" "$@"; }

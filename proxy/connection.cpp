@@ -129,7 +129,12 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
           by_name = nd;
           rec.name = e.name;  // named in the log even when denied (e.g. port_not_allowed)
         }
-        if (nd.verdict == verdict::allow) break;
+        if (nd.verdict == verdict::allow) {
+          // An inspecting rule is served under that name even without SNI: relaying the
+          // bytes would let paths and methods go unjudged.
+          if (nd.inspect && first.type != sniffed::kind::opaque) name = std::move(*known);
+          break;
+        }
       }
       if (by_name) {
         d = *by_name;

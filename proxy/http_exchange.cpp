@@ -8,6 +8,7 @@
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -98,14 +99,18 @@ asio::awaitable<void> answer_refusal(Stream& s, unsigned status, const core::dec
 
 // Copies one message's body from `from` to `to` behind a header already written by `sr`,
 // piece by piece; `secret` (when not empty) is masked across piece boundaries.
+// Each piece restarts both sides' idle deadline: a long transfer that keeps moving is never cut.
 template <bool IsRequest, typename From, typename To>
 asio::awaitable<bool> relay_body(From& from, beast::flat_buffer& buf, http::parser<IsRequest, http::buffer_body>& p,
                                  To& to, http::serializer<IsRequest, http::buffer_body>& sr, std::string_view secret,
-                                 std::uint64_t& moved, limiter::ticket& ticket, bool& cut) {
+                                 std::chrono::steady_clock::duration idle, std::uint64_t& moved,
+                                 limiter::ticket& ticket, bool& cut) {
   std::array<char, piece_size> piece{};
   std::string pending;  // masked bytes not yet sent (the tail may be the start of a secret)
   const std::size_t hold = secret.empty() ? 0 : secret.size() - 1;
   do {
+    beast::get_lowest_layer(from).expires_after(idle);
+    beast::get_lowest_layer(to).expires_after(idle);
     if (!p.is_done()) {
       p.get().body().data = piece.data();
       p.get().body().size = piece.size();
@@ -244,9 +249,17 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
       }
     }
 
-    // 4. Forward the request.
-    upstream_tcp.expires_after(x.ctx.settings.idle_limit);
-    client_tcp.expires_after(x.ctx.settings.idle_limit);
+    // 4. Forward the request. A client waiting for 100 Continue hears it from airlock, now
+    //    that the request is allowed: the body then flows straight through.
+    const auto idle = x.ctx.settings.idle_limit;
+    upstream_tcp.expires_after(idle);
+    client_tcp.expires_after(idle);
+    if (const auto expect = req.get().find(http::field::expect);
+        expect != req.get().end() && beast::iequals(expect->value(), "100-continue")) {
+      req.get().erase(http::field::expect);
+      static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+      if (auto [ec, n] = co_await asio::async_write(client, asio::buffer(go_on), nothrow); ec) co_return totals;
+    }
     const bool head_request = req_head->method == "HEAD";
     const bool client_keeps_alive = req.keep_alive();
     std::uint64_t up = 0, down = 0;
@@ -255,7 +268,7 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
       auto [ec, n] = co_await http::async_write_header(upstream, sr, nothrow);
       if (ec) co_return totals;
       up += n;
-      if (!co_await relay_body(client, from_client, req, upstream, sr, {}, up, x.ticket, totals.cut)) {
+      if (!co_await relay_body(client, from_client, req, upstream, sr, {}, idle, up, x.ticket, totals.cut)) {
         rec.bytes_up = up;
         totals.up += up;
         if (totals.cut) steps::cut_by_budget(rec, x.ticket.spent());
@@ -266,6 +279,7 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
 
     // 5. The response: informational ones pass on; a redirect may grant a one-shot allowance.
     std::optional<http::response_parser<http::buffer_body>> parser;
+    upstream_tcp.expires_after(idle);
     for (;;) {
       auto& res = parser.emplace();
       res.header_limit(static_cast<std::uint32_t>(http_head::default_max_size));
@@ -325,7 +339,7 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
       if (ec) co_return totals;
       down += n;
       if (status != 101 &&
-          !co_await relay_body(upstream, from_upstream, res, client, sr, secret, down, x.ticket, totals.cut)) {
+          !co_await relay_body(upstream, from_upstream, res, client, sr, secret, idle, down, x.ticket, totals.cut)) {
         rec.bytes_up = up;
         rec.bytes_down = down;
         totals.down += down;

@@ -195,6 +195,12 @@ expect "a kept-alive connection asked for another name gets 421" \
   bash -c "head -1 $W/reuse.out | grep -q ' 200 ' && sed -n 2p $W/reuse.out | grep -q ' 421 '"
 expect "  logged as misdirected" line event=http reason=misdirected status=421
 
+expect "a client sending Expect: 100-continue hears it from airlock and its body goes through" \
+  bash -c "head -c 200000 /dev/urandom >$W/body.bin; ip netns exec $SBX curl -sS -v --max-time 10 --cacert $ACA \
+    -H 'Expect: 100-continue' --data-binary @$W/body.bin https://inspected.airlock.test/upload 2>&1 |
+    grep -q '< HTTP/1.1 100 Continue'"
+expect "  and the request was answered" line event=http method=POST path=/upload status=200
+
 # 3. Paths and methods.
 expect "a path the rule lists is allowed" body_is "api: GET /v1/things" icurl https://api.airlock.test/v1/things
 expect "a path it does not list is refused (403)" \
@@ -205,6 +211,11 @@ expect "an encoded way around the prefix is refused" \
 expect "a method it does not list is refused" \
   bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl -o /dev/null -w '%{http_code}' -X DELETE https://api.airlock.test/v1/things | grep -qx 403"
 expect "  as method_not_allowed" line event=http reason=method_not_allowed method=DELETE
+
+expect_not "without SNI (an address from DNS), an inspecting rule still judges the path" \
+  bash -c "ip netns exec $SBX curl -sS -k --max-time 10 -H 'Host: api.airlock.test' https://$ORIGIN_IP/v2/things | grep -q 'api: GET /v2/things'"
+expect "  the connection was inspected under a name from the DNS answers" \
+  line event=connect dst=$ORIGIN_IP:443 'notes~=name_from_dns_answer' 'notes~=inspected'
 
 # 4. Redirects.
 expect_not "before any redirect, cdn-ok is not allowed" tcurl https://cdn-ok.airlock.test/

@@ -107,6 +107,7 @@ listen:
   proxy: 0.0.0.0:15001
   dns: 0.0.0.0:15053
   http_proxy: 127.0.0.1:3128
+  control: $W/control.sock
 upstream_dns: [$DNS_IP]
 log:
   decisions: $W/decisions.jsonl
@@ -277,5 +278,20 @@ expect_not "  a tunnel whose ClientHello names another host is refused" \
   ip netns exec "$GW" curl -sS --max-time 10 --proxy http://127.0.0.1:3128 --cacert "$ACA" \
   --connect-to inspected.airlock.test:443:api.airlock.test:443 https://inspected.airlock.test/
 expect "  as sni_host_mismatch" line event=connect session=explicit reason=sni_host_mismatch
+
+# 9. Inside `airlock run` (its own namespace behind the gateway, the CA offered by the daemon):
+#    the credential does its work, and the sandbox holds the secret nowhere.
+ST="$W/state"
+mkdir -p "$W/home"
+arun() {
+  nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/control.sock" \
+    --policy sandbox --no-cwd "$@"
+}
+TAIL=${SECRET#Bearer }
+expect "inside airlock run, a request the credential is for succeeds" \
+  bash -c "$(declare -f arun); GW=$GW W=$W ST=$ST AIRLOCK=$AIRLOCK; arun -- curl -sS --max-time 10 https://api.airlock.test/v1/echo 2>/dev/null | grep -q '^you sent: \*\*\*\*'"
+expect "  the origin got the secret from airlock" bash -c "test \$(grep -cF 'auth=[$SECRET]' $W/api-access.log) -ge 2"
+expect "  the sandbox holds it in no variable and no file it can read" \
+  arun -- sh -c "test ! -e '$W/secret' && ! env | grep -qF '$TAIL' && ! grep -rqsF '$TAIL' /etc /run /tmp /var/tmp \"\$HOME\""
 
 check_summary

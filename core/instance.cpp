@@ -126,7 +126,13 @@ struct instance::parts {
   std::string ready;
 
   metrics_sample sample() const {
-    return metrics_sample{active_connections, sessions->list().size(), log->queue_depth(), log->dropped_total()};
+    metrics_sample out{active_connections, sessions->list().size(), log->queue_depth(), log->dropped_total()};
+    if (minter) {
+      out.leaf_hits = minter->hits();
+      out.leaf_minted = minter->misses();
+      out.leaf_evicted = minter->evictions();
+    }
+    return out;
   }
 };
 

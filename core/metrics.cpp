@@ -45,7 +45,20 @@ metrics::metrics()
       log_dropped_(counter_family(*registry_, "airlock_log_dropped_total",
                                   "Decision lines that could not be queued or written (each reported by a "
                                   "log_dropped line)")
-                       .Add({})) {}
+                       .Add({})),
+      leaves_(counter_family(*registry_, "airlock_tls_leaves_total",
+                             "TLS inspection's leaf certificates: served from the cache (hit), minted, evicted")),
+      log_dropped_seen_{log_dropped_},
+      leaf_hits_{leaves_.Add({{"result", "hit"}})},
+      leaf_minted_{leaves_.Add({{"result", "minted"}})},
+      leaf_evicted_{leaves_.Add({{"result", "evicted"}})} {}
+
+void metrics::follower::follow(std::uint64_t total) {
+  if (total > seen) {
+    counter.Increment(static_cast<double>(total - seen));
+    seen = total;
+  }
+}
 
 void metrics::count(const decision_record& r) {
   if (r.event == event_kind::session) return;
@@ -68,6 +81,8 @@ void metrics::count(const decision_record& r) {
     it = decision_counters_.emplace(std::move(key), &c).first;
   }
   it->second->Increment();
+  // A connection's line carries its totals; its requests' lines (http) are parts of them.
+  if (r.event != event_kind::connect) return;
   if (r.bytes_up) bytes_up_.Increment(static_cast<double>(*r.bytes_up));
   if (r.bytes_down) bytes_down_.Increment(static_cast<double>(*r.bytes_down));
 }
@@ -83,10 +98,10 @@ std::string metrics::render(const metrics_sample& now) {
   active_connections_.Set(static_cast<double>(now.active_connections));
   sessions_.Set(static_cast<double>(now.sessions));
   log_queue_depth_.Set(static_cast<double>(now.log_queue_depth));
-  if (now.log_dropped_total > log_dropped_seen_) {
-    log_dropped_.Increment(static_cast<double>(now.log_dropped_total - log_dropped_seen_));
-    log_dropped_seen_ = now.log_dropped_total;
-  }
+  log_dropped_seen_.follow(now.log_dropped_total);
+  leaf_hits_.follow(now.leaf_hits);
+  leaf_minted_.follow(now.leaf_minted);
+  leaf_evicted_.follow(now.leaf_evicted);
   return prom::TextSerializer().Serialize(registry_->Collect());
 }
 

@@ -25,6 +25,10 @@ struct metrics_sample {
   std::size_t sessions = 0;
   std::size_t log_queue_depth = 0;
   std::uint64_t log_dropped_total = 0;
+  // TLS inspection's leaf cache, since start (all 0 without inspection).
+  std::uint64_t leaf_hits = 0;
+  std::uint64_t leaf_minted = 0;
+  std::uint64_t leaf_evicted = 0;
 };
 
 class metrics {
@@ -54,7 +58,15 @@ class metrics {
   prometheus::Gauge& sessions_;
   prometheus::Gauge& log_queue_depth_;
   prometheus::Counter& log_dropped_;
-  std::uint64_t log_dropped_seen_ = 0;
+  prometheus::Family<prometheus::Counter>& leaves_;
+  // Counters that mirror a total kept elsewhere: each render adds what grew since the last.
+  struct follower {
+    prometheus::Counter& counter;
+    std::uint64_t seen = 0;
+    void follow(std::uint64_t total);
+  };
+  follower log_dropped_seen_;
+  follower leaf_hits_, leaf_minted_, leaf_evicted_;
   // Label sets seen so far: a decision costs one hash lookup and one increment.
   std::unordered_map<std::string, prometheus::Counter*> decision_counters_;
 };

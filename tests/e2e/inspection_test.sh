@@ -108,6 +108,7 @@ listen:
   dns: 0.0.0.0:15053
   http_proxy: 127.0.0.1:3128
   control: $W/control.sock
+  admin: 127.0.0.1:9901
 upstream_dns: [$DNS_IP]
 log:
   decisions: $W/decisions.jsonl
@@ -278,6 +279,11 @@ expect_not "  a tunnel whose ClientHello names another host is refused" \
   ip netns exec "$GW" curl -sS --max-time 10 --proxy http://127.0.0.1:3128 --cacert "$ACA" \
   --connect-to inspected.airlock.test:443:api.airlock.test:443 https://inspected.airlock.test/
 expect "  as sni_host_mismatch" line event=connect session=explicit reason=sni_host_mismatch
+
+metric() { ip netns exec "$GW" curl -sS --max-time 5 http://127.0.0.1:9901/metrics | sed -n "s/^$1 //p"; }
+expect "leaves are minted once per name and then served from the cache (metrics)" \
+  bash -c "$(declare -f metric); GW=$GW; m=\$(metric 'airlock_tls_leaves_total{result=\"minted\"}'); h=\$(metric 'airlock_tls_leaves_total{result=\"hit\"}');
+           [[ \${m%.*} -ge 1 && \${m%.*} -le 8 && \${h%.*} -ge 10 ]]"
 
 # 9. Inside `airlock run` (its own namespace behind the gateway, the CA offered by the daemon):
 #    the credential does its work, and the sandbox holds the secret nowhere.

@@ -5,6 +5,8 @@
 #include "proxy/http_exchange.hpp"
 #include "proxy/served_streams.hpp"
 
+#include <optional>
+
 namespace airlock::proxy {
 
 namespace asio = boost::asio;
@@ -24,6 +26,22 @@ asio::awaitable<void> tls_goodbye(Stream& s) {
   co_await s.async_shutdown(nothrow);
 }
 
+// Connects to airlock's resolution of the name; on failure the client is refused in its
+// channel's language and the socket stays closed.
+asio::awaitable<std::optional<tcp::socket>> connect_upstream(tcp::socket& client, sniffed::kind channel,
+                                                             const served_target& t, steps::emit_once& line,
+                                                             proxy_context& ctx) {
+  tcp::socket raw(client.get_executor());
+  if (!co_await steps::connect_any(raw, t.addresses, t.port, ctx.settings.connect_limit)) {
+    line.record.reason = reason::upstream_unreachable;
+    co_await steps::refuse(client, channel, line);
+    co_return std::nullopt;
+  }
+  boost::system::error_code ec;
+  line.record.upstream = steps::text(raw.remote_endpoint(ec));
+  co_return std::move(raw);
+}
+
 }  // namespace
 
 asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const served_target& t, steps::emit_once& line,
@@ -37,18 +55,12 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
     co_await steps::refuse(client, sniffed::kind::tls, line);
     co_return;
   }
-  tcp::socket raw(client.get_executor());
-  if (!co_await steps::connect_any(raw, t.addresses, t.port, ctx.settings.connect_limit)) {
-    rec.reason = reason::upstream_unreachable;
-    co_await steps::refuse(client, sniffed::kind::tls, line);
-    co_return;
-  }
-  boost::system::error_code ec;
-  rec.upstream = steps::text(raw.remote_endpoint(ec));
+  auto raw = co_await connect_upstream(client, sniffed::kind::tls, t, line, ctx);
+  if (!raw) co_return;
 
   // The origin first: a certificate that does not verify is a denial the client hears
   // as a TLS alert, before it ever trusts airlock's leaf for that name.
-  served_upstream_tls upstream(beast::tcp_stream(std::move(raw)), ctx.inspection->upstream);
+  served_upstream_tls upstream(beast::tcp_stream(std::move(*raw)), ctx.inspection->upstream);
   if (auto prepared = certs::prepare_upstream(upstream.native_handle(), t.name.str()); !prepared) {
     rec.verdict = verdict::deny;
     rec.reason = reason::internal_error;
@@ -104,16 +116,10 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
 asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, const served_target& t,
                                        steps::emit_once& line, proxy_context& ctx, limiter::ticket& ticket) {
   auto& rec = line.record;
-  tcp::socket raw(client.get_executor());
-  if (!co_await steps::connect_any(raw, t.addresses, t.port, ctx.settings.connect_limit)) {
-    rec.reason = reason::upstream_unreachable;
-    co_await steps::refuse(client, sniffed::kind::http, line);
-    co_return;
-  }
-  boost::system::error_code ec;
-  rec.upstream = steps::text(raw.remote_endpoint(ec));
+  auto raw = co_await connect_upstream(client, sniffed::kind::http, t, line, ctx);
+  if (!raw) co_return;
   rec.notes.push_back("requests_judged");
-  served_upstream_tcp upstream(std::move(raw));
+  served_upstream_tcp upstream(std::move(*raw));
   served_client_tcp sandbox(beast::tcp_stream(std::move(client)), std::move(first.bytes));
   exchange_setup x{ctx, t.policy, t.name, t.port, false, t.destination_agrees, rec, ticket};
   const auto totals = co_await serve_requests(sandbox, upstream, x);

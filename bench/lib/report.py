@@ -15,6 +15,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+import inspect_tables  # bench/lib: the inspect scenario's table
+
 FOREIGN_MAX = float(os.environ.get("FOREIGN_MAX", "15"))
 PROXIES = ["direct", "airlock", "haproxy", "nginx", "squid"]
 RESOLVERS = ["auth", "unbound", "dnsmasq", "dnsdist", "airlock"]
@@ -300,6 +302,9 @@ def report(d, for_readme=False):
     dt = decide_table(data)
     if dt:
         out += dt + [""]
+    it = inspect_tables.from_dir(d)
+    if it:
+        out += ["#### TLS inspection (`-s inspect`)", ""] + it + [""]
     st = startup_tables(data)
     if st:
         out += ["#### Start-up of `airlock run`", ""] + st + [""]

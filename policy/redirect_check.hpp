@@ -18,11 +18,12 @@ struct redirect_outcome {
   std::string rule;       // granted: the redirects: entry, "FILE:LINE"
 };
 
+// `port`: the connection's (0 for DNS, which any port's grant lets resolve).
 inline redirect_outcome check_redirects(redirect_grants* grants, const decision& d, std::string_view session,
-                                        const domain_name& name, bool consume) {
+                                        const domain_name& name, bool consume, std::uint16_t port = 0) {
   if (grants == nullptr || d.reason != reason::host_not_allowed) return {};
   const auto now = redirect_grants::clock::now();
-  if (auto g = consume ? grants->take(session, name, now) : grants->peek(session, name, now))
+  if (auto g = consume ? grants->take(session, name, now, port) : grants->peek(session, name, now))
     return {redirect_outcome::kind::granted, std::move(g->from_host), std::move(g->rule)};
   if (auto from = grants->refused_from(session, name, now))
     return {redirect_outcome::kind::refused, std::move(*from), {}};

@@ -16,9 +16,9 @@ std::string key_of(std::string_view session, std::string_view host) {
 redirect_grants::redirect_grants(limits l) : grants_(l), refusals_(l) {}
 
 void redirect_grants::grant(std::string_view session, const domain_name& to_host, const domain_name& from_host,
-                            std::string_view rule, clock::time_point now, clock::duration ttl) {
+                            std::string_view rule, clock::time_point now, clock::duration ttl, std::uint16_t port) {
   std::lock_guard lock(mutex_);
-  grants_.put(session, to_host.str(), {from_host.str(), std::string(rule)}, now + ttl, now);
+  grants_.put(session, to_host.str(), {from_host.str(), std::string(rule), port}, now + ttl, now);
 }
 
 std::optional<redirect_grants::origin> redirect_grants::peek(std::string_view session, const domain_name& host,
@@ -29,8 +29,10 @@ std::optional<redirect_grants::origin> redirect_grants::peek(std::string_view se
 }
 
 std::optional<redirect_grants::origin> redirect_grants::take(std::string_view session, const domain_name& host,
-                                                             clock::time_point now) {
+                                                             clock::time_point now, std::uint16_t port) {
   std::lock_guard lock(mutex_);
+  const auto* o = grants_.find(session, host.str(), now);
+  if (o == nullptr || (o->port != 0 && port != 0 && o->port != port)) return std::nullopt;
   return grants_.remove(session, host.str(), now);
 }
 

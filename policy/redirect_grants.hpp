@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -39,6 +40,7 @@ class redirect_grants {
   struct origin {
     std::string from_host;  // the host whose response redirected
     std::string rule;       // "FILE:LINE" of the redirects: entry (empty for a refusal)
+    std::uint16_t port = 0;  // the port the redirect named (0: any)
   };
 
   redirect_grants() : redirect_grants(limits{}) {}
@@ -46,12 +48,16 @@ class redirect_grants {
 
   // Lets `session` reach `to_host` once until now + ttl. A second grant for the same
   // host replaces the first (new origin, new expiry); it does not add a second use.
+  // `port` (when not 0) is the only port the grant opens: a redirect to https://h/ is no
+  // way to h:8443.
   void grant(std::string_view session, const domain_name& to_host, const domain_name& from_host, std::string_view rule,
-             clock::time_point now, clock::duration ttl = default_ttl);
+             clock::time_point now, clock::duration ttl = default_ttl, std::uint16_t port = 0);
   // The live grant for (session, host), left in place (DNS: resolving is not the use).
   std::optional<origin> peek(std::string_view session, const domain_name& host, clock::time_point now);
   // The live grant for (session, host), removed (the proxy: the connection is the use).
-  std::optional<origin> take(std::string_view session, const domain_name& host, clock::time_point now);
+  // A connection on another port than the grant's neither gets nor uses it.
+  std::optional<origin> take(std::string_view session, const domain_name& host, clock::time_point now,
+                             std::uint16_t port = 0);
 
   // Remembers for refusal_ttl that `from_host` redirected `session` to `host` and no
   // `redirects:` entry allowed it.

@@ -111,7 +111,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
       rec.name = name->str();
       d = session->policy->decide(*name, port);
       // A followed redirect's one-shot allowance is used up by this connection.
-      const auto redirect = policy::check_redirects(ctx.grants, d, session->id, *name, true);
+      const auto redirect = policy::check_redirects(ctx.grants, d, session->id, *name, true, port);
       policy::apply_redirect(redirect, d, granted_rule);
       if (redirect.what != policy::redirect_outcome::kind::none) rec.notes.push_back("redirect_from:" + redirect.from_host);
     }
@@ -120,25 +120,36 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     // session got from airlock's DNS for a name allowed on this port.
     d = session->policy->decide(dst->address(), port);
     if (d.reason == reason::no_name) {
+      // The best of the names this session got the address for: an allowing one that
+      // inspects (its requests must be judged whatever else shares the address), then any
+      // allowing one, then a denial to name in the log.
       std::optional<policy::decision> by_name;
+      std::optional<policy::domain_name> inspecting;
+      auto rank = [](const policy::decision& x) { return x.verdict == verdict::allow ? (x.inspect ? 3 : 2) : x.allowed() ? 1 : 0; };
       for (const auto& e : ctx.names.lookup(session->id, dst->address(), dns::name_table::clock::now())) {
         auto known = policy::domain_name::parse(e.name);
         if (!known.has_value()) continue;
         const auto nd = session->policy->decide(*known, port);
-        if (!by_name || (nd.allowed() && !by_name->allowed())) {
+        if (!by_name || rank(nd) > rank(*by_name)) {
           by_name = nd;
           rec.name = e.name;  // named in the log even when denied (e.g. port_not_allowed)
+          if (nd.verdict == verdict::allow && nd.inspect) inspecting = std::move(*known);
         }
-        if (nd.verdict == verdict::allow) {
-          // An inspecting rule is served under that name even without SNI: relaying the
-          // bytes would let paths and methods go unjudged.
-          if (nd.inspect && first.type != sniffed::kind::opaque) name = std::move(*known);
-          break;
-        }
+        if (rank(nd) == 3) break;
       }
       if (by_name) {
         d = *by_name;
         rec.notes.push_back("name_from_dns_answer");
+      }
+      if (inspecting) {
+        if (first.type == sniffed::kind::opaque) {
+          // Bytes that are neither TLS nor a request line we read (a leading CRLF, say) would
+          // be relayed unjudged to a host whose every request must be judged: refused.
+          d = {verdict::deny, reason::parse_error, d.rule, false};
+          rec.notes.push_back("opaque_on_inspecting_rule");
+        } else {
+          name = std::move(*inspecting);
+        }
       }
     }
   }

@@ -23,18 +23,6 @@ using policy::verdict;
 
 namespace {
 
-// The origin-form path of an absolute-form request ("GET http://h/x?q HTTP/1.1" -> "/x?q").
-std::string first_target(const sniffed& first) {
-  const std::string_view head(reinterpret_cast<const char*>(first.bytes.data()), first.head_size);
-  const auto sp1 = head.find(' ');
-  const auto sp2 = head.find(' ', sp1 + 1);
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return "/";
-  const auto url = head.substr(sp1 + 1, sp2 - sp1 - 1);
-  const auto scheme = url.find("://");
-  const auto slash = url.find('/', scheme == std::string_view::npos ? 0 : scheme + 3);
-  return slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
-}
-
 // CONNECT to a name whose rule inspects: the tunnel is opened, its ClientHello must name
 // the CONNECT host (else the tunnel would carry another name), and the TLS inside is
 // served like a transparent inspected connection.
@@ -166,7 +154,10 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   }
   if (!tunnel && name && d.verdict == verdict::allow && d.inspect) {
     // The one request this connection forwards is judged like an inspected one.
-    const auto target = first_target(first);
+    const std::string_view head(reinterpret_cast<const char*>(first.bytes.data()), first.head_size);
+    const auto request = http_head::parse(std::as_bytes(std::span(head.data(), head.size())));
+    const auto* parsed = std::get_if<http_head::request>(&request);
+    const auto target = parsed ? http_head::origin_target(parsed->target, parsed->absolute_form) : std::string("*");
     const auto rd = session->policy->decide_request(*name, port, first.method, target);
     if (!rd.allowed()) {
       rec.verdict = rd.verdict;

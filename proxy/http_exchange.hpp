@@ -36,7 +36,8 @@ struct exchange_totals {
   std::uint64_t up = 0;    // bytes of requests forwarded (heads and bodies, as plaintext)
   std::uint64_t down = 0;  // bytes of responses forwarded
   std::uint64_t requests = 0;
-  bool cut = false;  // a session's byte budget ended it
+  bool cut = false;    // a session's byte budget ended it
+  bool clean = false;  // every message it forwarded was complete (a TLS close_notify may say so)
 };
 
 // Serves requests until either side closes, a request is refused (answered, then the

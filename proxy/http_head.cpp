@@ -295,4 +295,15 @@ std::string forward_head(std::span<const std::byte> bytes) {
   return out;
 }
 
+std::string origin_target(std::string_view target, bool absolute_form) {
+  if (!absolute_form) return std::string(target);
+  const auto scheme = target.find("://");
+  const auto start = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const auto end = target.find_first_of("/?#", start);
+  if (end == std::string_view::npos) return "/";
+  if (target[end] == '/') return std::string(target.substr(end));
+  if (target[end] == '?') return "/" + std::string(target.substr(end));
+  return "/";
+}
+
 }  // namespace airlock::proxy::http_head

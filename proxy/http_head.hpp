@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace airlock::proxy::http_head {
@@ -43,6 +44,11 @@ using result = std::variant<need_more, not_http, failed, request>;
 // A head (request line, headers, blank line) longer than `max_size` fails with too_large as soon as
 // `max_size` bytes have arrived without its end. Bytes after the head (a body) are not looked at.
 result parse(std::span<const std::byte> bytes, std::size_t max_size = default_max_size) noexcept;
+
+// The origin-form target a request asks its server for: the target itself, or for an
+// absolute-form one ("http://h/x?q") what follows its authority, which ends at the first
+// '/', '?' or '#' ("http://h?/v1/" asks for "/" with the query "?/v1/", never for "/v1/").
+std::string origin_target(std::string_view target, bool absolute_form);
 
 // A parsed head (`head_size` bytes that parse() accepted) as an explicit proxy forwards it:
 // hop-by-hop and proxy headers dropped (Connection, Keep-Alive, Proxy-Connection,

@@ -19,6 +19,7 @@ std::optional<location_target> location_host(std::string_view v) noexcept {
       if (i < v.size() && v[i] == ':') {
         std::string scheme;
         for (char c : v.substr(0, i)) scheme += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        out.has_scheme = true;
         out.https = scheme == "https";
         v.remove_prefix(i + 1);
       }

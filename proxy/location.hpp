@@ -12,6 +12,7 @@ namespace airlock::proxy {
 struct location_target {
   std::string host;                   // as written, without [] for IPv6 and without userinfo
   std::optional<std::uint16_t> port;  // when the reference gives one
+  bool has_scheme = false;            // "//host/..." has none: it keeps the current scheme
   bool https = false;                 // the scheme was https (default port 443, else 80)
 };
 

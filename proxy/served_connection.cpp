@@ -109,8 +109,11 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
   rec.bytes_up = totals.up;
   rec.bytes_down = totals.down;
   if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
-  co_await tls_goodbye(sandbox);
-  co_await tls_goodbye(upstream);
+  // close_notify tells a client that what it got is complete: only when it is.
+  if (totals.clean) {
+    co_await tls_goodbye(sandbox);
+    co_await tls_goodbye(upstream);
+  }
 }
 
 asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, const served_target& t,

@@ -203,6 +203,39 @@ expect "a client sending Expect: 100-continue hears it from airlock and its body
     grep -q '< HTTP/1.1 100 Continue'"
 expect "  and the request was answered" line event=http method=POST path=/upload status=200
 
+# Raw requests over TLS to an inspected host; prints each status line airlock or the origin sent.
+cat >"$W/raw.py" <<'PY'
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+host, payload = sys.argv[2], sys.argv[3].encode().decode("unicode_escape").encode("latin-1")
+s = ctx.wrap_socket(socket.create_connection((host, 443), timeout=10), server_hostname=host)
+s.sendall(payload)
+data = b""
+try:
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+except (socket.timeout, ssl.SSLError, ConnectionError):
+    pass
+for line in data.split(b"\r\n"):
+    if line.startswith(b"HTTP/1."):
+        print(line.decode())
+PY
+raw() { world_sbx python3 "$W/raw.py" "$ACA" "$@"; }
+expect "Transfer-Encoding split over two fields (a smuggling vector) is refused with 400" \
+  body_is "HTTP/1.1 400 Bad Request" raw api.airlock.test \
+  'POST /v1/ok HTTP/1.1\r\nHost: api.airlock.test\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n2e\r\n0\r\n\r\nGET /v2/forbidden HTTP/1.1\r\nHost: api.airlock.test\r\n\r\n\r\n0\r\n\r\n'
+expect "  and the smuggled request never reached the origin" bash -c "! grep -q /v2/forbidden $W/api-access.log"
+expect "an absolute-form target is judged by the path the origin will serve (a query is no path)" \
+  body_is "HTTP/1.1 403 Forbidden" raw api.airlock.test \
+  'GET https://api.airlock.test?/v1/things HTTP/1.1\r\nHost: api.airlock.test\r\nConnection: close\r\n\r\n'
+expect "a HEAD then a GET pipelined on one connection both get their answers" \
+  body_is "HTTP/1.1 200 OK
+HTTP/1.1 200 OK" raw inspected.airlock.test \
+  'HEAD /a HTTP/1.1\r\nHost: inspected.airlock.test\r\n\r\nGET /b HTTP/1.1\r\nHost: inspected.airlock.test\r\nConnection: close\r\n\r\n'
+
 # 3. Paths and methods.
 expect "a path the rule lists is allowed" body_is "api: GET /v1/things" icurl https://api.airlock.test/v1/things
 expect "a path it does not list is refused (403)" \

@@ -98,3 +98,15 @@ TEST_CASE("session ids and names cannot run into each other") {
   CHECK_FALSE(g.peek("sa", name("b.example"), t0));
   CHECK_FALSE(g.peek("", name("ab.example"), t0));
 }
+
+TEST_CASE("a grant for a port opens only that port; DNS may still resolve the name") {
+  redirect_grants g;
+  g.grant("s1", name("cdn.example.net"), name("registry.example.com"), "a.yaml:9", t0, redirect_grants::default_ttl,
+          443);
+  CHECK(g.peek("s1", name("cdn.example.net"), t0 + 1s));
+  CHECK_FALSE(g.take("s1", name("cdn.example.net"), t0 + 1s, 8443));  // not that port, and not used up
+  auto t = g.take("s1", name("cdn.example.net"), t0 + 1s, 443);
+  REQUIRE(t);
+  CHECK(t->port == 443);
+  CHECK_FALSE(g.take("s1", name("cdn.example.net"), t0 + 1s, 443));
+}

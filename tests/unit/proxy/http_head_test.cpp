@@ -286,3 +286,13 @@ TEST_SUITE("http_head") {
           "GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\nAccept: */*\r\nConnection: close\r\n\r\n");
   }
 }
+
+TEST_CASE("origin_target: what an absolute-form request asks its server for") {
+  CHECK(hh::origin_target("/v1/x?q", false) == "/v1/x?q");
+  CHECK(hh::origin_target("http://h/v1/x?q", true) == "/v1/x?q");
+  CHECK(hh::origin_target("http://h", true) == "/");
+  // The authority ends at '?': a path in a query is no path.
+  CHECK(hh::origin_target("https://h?/v1/allowed/", true) == "/?/v1/allowed/");
+  CHECK(hh::origin_target("http://h#/v1/", true) == "/");
+  CHECK(hh::origin_target("http://h:8080/a", true) == "/a");
+}

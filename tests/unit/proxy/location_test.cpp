@@ -39,3 +39,10 @@ TEST_CASE("location_host: relative references and broken authorities name nothin
   CHECK_FALSE(location_host("https://h:8x/"));
   CHECK_FALSE(location_host("https://[2001:db8::1/"));
 }
+
+TEST_CASE("location_host: a scheme-relative reference keeps the connection's scheme") {
+  const auto t = location_host("//h.example.test/x");
+  REQUIRE(t);
+  CHECK_FALSE(t->has_scheme);
+  CHECK(location_host("http://h.example.test/")->has_scheme);
+}

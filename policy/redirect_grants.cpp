@@ -1,5 +1,7 @@
 #include "policy/redirect_grants.hpp"
 
+#include <algorithm>
+
 namespace airlock::policy {
 namespace {
 
@@ -18,7 +20,9 @@ redirect_grants::redirect_grants(limits l) : grants_(l), refusals_(l) {}
 void redirect_grants::grant(std::string_view session, const domain_name& to_host, const domain_name& from_host,
                             std::string_view rule, clock::time_point now, clock::duration ttl, std::uint16_t port) {
   std::lock_guard lock(mutex_);
-  grants_.put(session, to_host.str(), {from_host.str(), std::string(rule), port}, now + ttl, now);
+  std::uint32_t uses = 1;
+  if (const auto* existing = grants_.find(session, to_host.str(), now)) uses = std::min(existing->uses + 1, max_uses);
+  grants_.put(session, to_host.str(), {from_host.str(), std::string(rule), port, uses}, now + ttl, now);
 }
 
 std::optional<redirect_grants::origin> redirect_grants::peek(std::string_view session, const domain_name& host,
@@ -31,8 +35,12 @@ std::optional<redirect_grants::origin> redirect_grants::peek(std::string_view se
 std::optional<redirect_grants::origin> redirect_grants::take(std::string_view session, const domain_name& host,
                                                              clock::time_point now, std::uint16_t port) {
   std::lock_guard lock(mutex_);
-  const auto* o = grants_.find(session, host.str(), now);
+  auto* o = grants_.find(session, host.str(), now);
   if (o == nullptr || (o->port != 0 && port != 0 && o->port != port)) return std::nullopt;
+  if (o->uses > 1) {
+    --o->uses;
+    return *o;
+  }
   return grants_.remove(session, host.str(), now);
 }
 
@@ -93,7 +101,7 @@ void redirect_grants::table::put(std::string_view session, std::string_view host
   by_key_.emplace(std::move(key), std::prev(order_.end()));
 }
 
-const redirect_grants::origin* redirect_grants::table::find(std::string_view session, std::string_view host,
+redirect_grants::origin* redirect_grants::table::find(std::string_view session, std::string_view host,
                                                            clock::time_point now) {
   sweep(now);
   const auto it = by_key_.find(key_of(session, host));

@@ -41,13 +41,17 @@ class redirect_grants {
     std::string from_host;  // the host whose response redirected
     std::string rule;       // "FILE:LINE" of the redirects: entry (empty for a refusal)
     std::uint16_t port = 0;  // the port the redirect named (0: any)
+    std::uint32_t uses = 1;  // connections it still lets through
   };
+  // Each redirect adds a use, up to this many (a client fetching in parallel after as many
+  // redirects gets as many connections).
+  static constexpr std::uint32_t max_uses = 16;
 
   redirect_grants() : redirect_grants(limits{}) {}
   explicit redirect_grants(limits l);
 
-  // Lets `session` reach `to_host` once until now + ttl. A second grant for the same
-  // host replaces the first (new origin, new expiry); it does not add a second use.
+  // Lets `session` reach `to_host` once until now + ttl. Another grant for the same host
+  // adds a use (up to max_uses) and renews the expiry.
   // `port` (when not 0) is the only port the grant opens: a redirect to https://h/ is no
   // way to h:8443.
   void grant(std::string_view session, const domain_name& to_host, const domain_name& from_host, std::string_view rule,
@@ -77,7 +81,7 @@ class redirect_grants {
    public:
     explicit table(limits l) : limits_(l) {}
     void put(std::string_view session, std::string_view host, origin o, clock::time_point expires, clock::time_point now);
-    const origin* find(std::string_view session, std::string_view host, clock::time_point now);
+    origin* find(std::string_view session, std::string_view host, clock::time_point now);
     std::optional<origin> remove(std::string_view session, std::string_view host, clock::time_point now);
     void forget(std::string_view session);
     std::size_t size() const noexcept { return order_.size(); }

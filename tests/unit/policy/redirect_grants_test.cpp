@@ -30,7 +30,7 @@ TEST_CASE("a grant is one use: peek does not consume it, take does") {
   CHECK(g.size() == 0);
 }
 
-TEST_CASE("a grant lasts its ttl (30 s by default); granting again renews it, not adds a use") {
+TEST_CASE("a grant lasts its ttl (30 s by default); granting again renews it and adds a use") {
   redirect_grants g;
   g.grant("s", name("a.example"), name("o.example"), "r:1", t0);
   CHECK(g.peek("s", name("a.example"), t0 + 29s));
@@ -42,8 +42,18 @@ TEST_CASE("a grant lasts its ttl (30 s by default); granting again renews it, no
   auto p = g.peek("s", name("a.example"), t0 + 8s);
   REQUIRE(p);
   CHECK(p->from_host == "p.example");
+  CHECK(p->uses == 2);  // two redirects, two connections (a client fetching in parallel)
+  CHECK(g.take("s", name("a.example"), t0 + 8s));
   CHECK(g.take("s", name("a.example"), t0 + 8s));
   CHECK_FALSE(g.take("s", name("a.example"), t0 + 8s));
+}
+
+TEST_CASE("uses are capped: a flood of redirects opens no more than max_uses connections") {
+  redirect_grants g;
+  for (int i = 0; i < 100; ++i) g.grant("s", name("a.example"), name("o.example"), "r:1", t0);
+  std::uint32_t taken = 0;
+  while (g.take("s", name("a.example"), t0 + 1s) && taken < 1000) ++taken;
+  CHECK(taken == redirect_grants::max_uses);
 }
 
 TEST_CASE("refusals are remembered for 30 s, apart from grants") {

@@ -1,33 +1,49 @@
 #include "core/decision.hpp"
 
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 
 namespace airlock::core {
 namespace {
 
+// Bytes that go into a JSON string as they are: printable ASCII but '"' and '\\'.
+constexpr bool is_plain(unsigned char c) noexcept { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+
 void append_escaped(std::string& out, std::string_view s) {
   out += '"';
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  std::size_t i = 0;
+  while (i < s.size()) {
+    // The usual value has nothing to escape: copy plain runs in one append.
+    std::size_t run = i;
+    while (run < s.size() && is_plain(static_cast<unsigned char>(s[run]))) ++run;
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      if (i == s.size()) break;
+    }
+    const auto c = static_cast<unsigned char>(s[i++]);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          // Each byte on its own (as U+00XX): lossless, and always valid UTF-8.
-          char buf[7];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+      default: {
+        // Each byte on its own (as U+00XX): lossless, and always valid UTF-8.
+        constexpr char hex[] = "0123456789abcdef";
+        const char buf[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
+        out.append(buf, sizeof buf);
+      }
     }
   }
   out += '"';
+}
+
+void append_number(std::string& out, std::uint64_t v) {
+  char buf[20];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
 void field(std::string& out, std::string_view key) {
@@ -44,19 +60,57 @@ void string_or_null(std::string& out, std::string_view key, const std::string& v
 
 void number_or_null(std::string& out, std::string_view key, const std::optional<std::uint64_t>& value) {
   field(out, key);
-  out += value ? std::to_string(*value) : "null";
+  if (value) append_number(out, *value);
+  else out += "null";
 }
 
-std::string rfc3339_micros(std::chrono::system_clock::time_point tp) {
+// Appends `v` as exactly `width` decimal digits (v < 10^width).
+void put_digits(char* at, unsigned v, int width) noexcept {
+  for (int i = width - 1; i >= 0; --i) {
+    at[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+}
+
+// The timestamp as "YYYY-MM-DDTHH:MM:SS.ffffffZ", quoted (nothing in it needs escaping).
+void append_rfc3339_micros(std::string& out, std::chrono::system_clock::time_point tp) {
   using namespace std::chrono;
-  auto micros = duration_cast<microseconds>(tp.time_since_epoch()).count();
+  const auto micros = duration_cast<microseconds>(tp.time_since_epoch()).count();
+  // Days since 1970-01-01 to the civil date (H. Hinnant's days_from_civil, inverted):
+  // no gmtime_r, no printf, for every time from 1970 to 9999.
+  constexpr long long micros_per_day = 86'400'000'000LL;
+  if (micros >= 0 && micros < 2'932'897LL * micros_per_day) {  // 10000-01-01
+    const long long day_number = micros / micros_per_day;
+    const long long in_day = micros % micros_per_day;
+    const long long z = day_number + 719468;
+    const long long era = z / 146097;
+    const auto doe = static_cast<unsigned>(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    const unsigned day = doy - (153 * mp + 2) / 5 + 1;
+    const unsigned month = mp < 10 ? mp + 3 : mp - 9;
+    const auto year = static_cast<unsigned>(static_cast<long long>(yoe) + era * 400 + (month <= 2 ? 1 : 0));
+    const auto secs = static_cast<unsigned>(in_day / 1'000'000);
+    char buf[29] = {'"', 0, 0, 0, 0, '-', 0, 0, '-', 0, 0, 'T', 0, 0, ':', 0, 0, ':', 0, 0, '.', 0, 0, 0, 0, 0, 0, 'Z', '"'};
+    put_digits(buf + 1, year, 4);
+    put_digits(buf + 6, month, 2);
+    put_digits(buf + 9, day, 2);
+    put_digits(buf + 12, secs / 3600, 2);
+    put_digits(buf + 15, secs / 60 % 60, 2);
+    put_digits(buf + 18, secs % 60, 2);
+    put_digits(buf + 21, static_cast<unsigned>(in_day % 1'000'000), 6);
+    out.append(buf, sizeof buf);
+    return;
+  }
+  // Before 1970 or after 9999 (a clock gone wrong): printf's rendering, as always.
   std::time_t secs = static_cast<std::time_t>(micros / 1000000);
   std::tm utc{};
   gmtime_r(&secs, &utc);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", utc.tm_year + 1900, utc.tm_mon + 1,
                 utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<long long>(micros % 1000000));
-  return buf;
+  append_escaped(out, buf);
 }
 
 void string_array(std::string& out, std::string_view key, const std::vector<std::string>& values) {
@@ -109,7 +163,7 @@ std::string render_json_line(const decision_record& r) {
   out.reserve(512);
   out += '{';
   field(out, "ts");
-  append_escaped(out, rfc3339_micros(r.ts));
+  append_rfc3339_micros(out, r.ts);
   field(out, "event");
   append_escaped(out, to_string(r.event));
   string_or_null(out, "session", r.session);
@@ -139,7 +193,8 @@ std::string render_json_line(const decision_record& r) {
   append_escaped(out, policy::to_string(r.reason));
   string_or_null(out, "rule", r.rule);
   field(out, "conn");
-  out += r.conn ? std::to_string(r.conn) : "null";  // DNS queries are not connections
+  if (r.conn) append_number(out, r.conn);  // DNS queries are not connections
+  else out += "null";
   string_or_null(out, "policy", r.policy);
   string_or_null(out, "policy_version", r.policy_version);
   field(out, "process");

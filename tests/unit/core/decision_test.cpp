@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -107,4 +108,56 @@ TEST_CASE("overflow is counted and reported by a log_dropped line, never silent"
   for (int i = 0; i < 100; ++i) (*log)->write("{}\n");
   (*log)->flush();
   CHECK((*log)->dropped_total() == 100);
+}
+
+TEST_CASE("timestamps: UTC, microseconds, leap days and the end of the clock's range") {
+  const auto ts_of = [](long long micros) {
+    core::decision_record r;
+    r.ts = std::chrono::system_clock::time_point(std::chrono::microseconds(micros));
+    const auto line = core::render_json_line(r);
+    const auto start = line.find("\"ts\":\"") + 6;
+    return line.substr(start, line.find('"', start) - start);
+  };
+  CHECK(ts_of(0) == "1970-01-01T00:00:00.000000Z");
+  CHECK(ts_of(1) == "1970-01-01T00:00:00.000001Z");
+  CHECK(ts_of(951868800000000LL) == "2000-03-01T00:00:00.000000Z");
+  CHECK(ts_of(951868799999999LL) == "2000-02-29T23:59:59.999999Z");
+  CHECK(ts_of(1709251199123456LL) == "2024-02-29T23:59:59.123456Z");
+  CHECK(ts_of(4107542400000000LL) == "2100-03-01T00:00:00.000000Z");
+  CHECK(ts_of(9223372036854775LL) == "2262-04-11T23:47:16.854775Z");  // system_clock's last microsecond
+}
+
+TEST_CASE("every byte is escaped as it always was") {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  std::string expected = "\"";
+  for (int c = 0; c < 256; ++c) {
+    char buf[8];
+    if (c == '"') expected += "\\\"";
+    else if (c == '\\') expected += "\\\\";
+    else if (c == '\n') expected += "\\n";
+    else if (c == '\r') expected += "\\r";
+    else if (c == '\t') expected += "\\t";
+    else if (c < 0x20 || c >= 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      expected += buf;
+    } else {
+      expected += static_cast<char>(c);
+    }
+  }
+  expected += '"';
+  CHECK(core::json_quote(all) == expected);
+  CHECK(core::json_quote("") == "\"\"");
+  CHECK(core::json_quote("plain.example") == "\"plain.example\"");
+  CHECK(core::json_quote("ends with \x7f") == "\"ends with \\u007f\"");
+}
+
+TEST_CASE("numbers render in full") {
+  core::decision_record r;
+  r.conn = 18446744073709551615ULL;
+  r.bytes_up = 0;
+  r.bytes_down = 1234567890123ULL;
+  const auto line = core::render_json_line(r);
+  CHECK(line.find("\"conn\":18446744073709551615,") != std::string::npos);
+  CHECK(line.find("\"bytes_up\":0,\"bytes_down\":1234567890123,\"duration_ms\":null}") != std::string::npos);
 }

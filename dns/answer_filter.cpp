@@ -158,6 +158,9 @@ std::optional<std::string> filter_svcb(std::string_view rdata, bool drop_h3) {
 // Stops at the cap, at a loop, or where no (well-formed) CNAME continues the chain; where a name
 // has two CNAMEs, the first one wins and the other is left unmarked.
 std::vector<bool> follow_chain(const std::vector<wire::record>& answers, std::vector<wire::name>& chain) {
+  // Most answers hold no CNAME at all: nothing to mark (is_link is read for CNAMEs only).
+  if (std::none_of(answers.begin(), answers.end(), [](const wire::record& rr) { return rr.rtype == wire::type::cname; }))
+    return {};
   std::vector<bool> is_link(answers.size(), false);
   auto in_chain = [&](const wire::name& n) {
     return std::any_of(chain.begin(), chain.end(), [&](const wire::name& c) { return c.equals_ignore_case(n); });
@@ -193,8 +196,12 @@ filter_outcome filter_answer(wire::message& answer, const wire::name& qname, con
                        [&](const wire::name& c) { return c.equals_ignore_case(n); });
   };
 
-  std::vector<wire::record> kept;
-  kept.reserve(answer.answers.size());
+  // Kept records are compacted to the front in place: no second vector per answer.
+  std::size_t kept = 0;
+  const auto keep = [&](std::size_t i) {
+    if (kept != i) answer.answers[kept] = std::move(answer.answers[i]);
+    ++kept;
+  };
   for (std::size_t i = 0; i < answer.answers.size(); ++i) {
     auto& rr = answer.answers[i];
     // DNAME: the resolver synthesises the CNAME we follow anyway, and a client that acted on the
@@ -205,7 +212,7 @@ filter_outcome filter_answer(wire::message& answer, const wire::name& qname, con
     }
     if (rr.rtype == wire::type::cname) {
       if (is_link[i]) {
-        kept.push_back(std::move(rr));
+        keep(i);
       } else if (in_chain(rr.owner) && !cname_target(rr)) {
         ++outcome.removed_malformed;
       } else {
@@ -246,9 +253,9 @@ filter_outcome filter_answer(wire::message& answer, const wire::name& qname, con
         rr.rdata = std::move(*rdata);
       }
     }
-    kept.push_back(std::move(rr));
+    keep(i);
   }
-  answer.answers = std::move(kept);
+  answer.answers.resize(kept);
 
   // Negative caching needs the SOA; NS and the rest would only point clients at other servers.
   std::erase_if(answer.authority,

@@ -19,16 +19,37 @@ std::optional<boost::asio::ip::address> address_of(const wire::record& rr) {
   return std::nullopt;
 }
 
+std::optional<resolved> find_cached(answer_cache& cache, const policy::domain_name& name, std::uint16_t qtype) {
+  auto hit = cache.find(name.str(), qtype, answer_cache::clock::now());
+  if (!hit) return std::nullopt;
+  return resolved{std::move(*hit), true};
+}
+
+namespace {
+
+// The upstream's answer, parsed and cached.
+boost::system::result<resolved, resolve_error> take_answer(answer_cache& cache, const policy::domain_name& name,
+                                                           std::uint16_t qtype, const raw_answer& raw) {
+  if (!raw.has_value()) return raw.error();
+  auto parsed = wire::parse_message(std::as_bytes(std::span(raw->data(), raw->size())));
+  if (!parsed.has_value()) return resolve_error::bad_answer;  // never cached, never passed on
+  cache.store(name.str(), qtype, *parsed, answer_cache::clock::now());
+  return resolved{std::move(*parsed), false};
+}
+
+}  // namespace
+
+boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve_upstream(resolver& r, answer_cache& cache,
+                                                                                        const policy::domain_name& name,
+                                                                                        std::uint16_t qtype) {
+  co_return take_answer(cache, name, qtype, co_await r.query(name.str(), qtype));
+}
+
 boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(resolver& r, answer_cache& cache,
                                                                                const policy::domain_name& name,
                                                                                std::uint16_t qtype) {
-  if (auto hit = cache.find(name.str(), qtype, answer_cache::clock::now())) co_return resolved{std::move(*hit), true};
-  auto raw = co_await r.query(name.str(), qtype);
-  if (!raw.has_value()) co_return raw.error();
-  auto parsed = wire::parse_message(std::as_bytes(std::span(raw->data(), raw->size())));
-  if (!parsed.has_value()) co_return resolve_error::bad_answer;  // never cached, never passed on
-  cache.store(name.str(), qtype, *parsed, answer_cache::clock::now());
-  co_return resolved{std::move(*parsed), false};
+  if (auto hit = find_cached(cache, name, qtype)) co_return std::move(*hit);
+  co_return take_answer(cache, name, qtype, co_await r.query(name.str(), qtype));
 }
 
 boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name) {

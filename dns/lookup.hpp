@@ -20,6 +20,12 @@ struct resolved {
 };
 
 // Call only for a name the asking session may resolve: the cache is shared.
+// The cached answer, if there is one: what resolve() would return without suspending.
+std::optional<resolved> find_cached(answer_cache& cache, const policy::domain_name& name, std::uint16_t qtype);
+// Straight to the upstream (the answer is then cached): for a caller that asked find_cached.
+boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve_upstream(resolver& r, answer_cache& cache,
+                                                                                        const policy::domain_name& name,
+                                                                                        std::uint16_t qtype);
 boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(resolver& r, answer_cache& cache,
                                                                                const policy::domain_name& name,
                                                                                std::uint16_t qtype);

@@ -4,8 +4,10 @@
 
 namespace airlock::dns {
 
-std::string name_table::key(std::string_view session, const boost::asio::ip::address& address) {
-  std::string k(session);
+namespace {
+
+void fill_key(std::string& k, std::string_view session, const boost::asio::ip::address& address) {
+  k.assign(session);
   k += '\0';
   if (address.is_v4()) {
     const auto b = address.to_v4().to_bytes();
@@ -14,13 +16,23 @@ std::string name_table::key(std::string_view session, const boost::asio::ip::add
     const auto b = address.to_v6().to_bytes();
     k.append(reinterpret_cast<const char*>(b.data()), b.size());
   }
+}
+
+}  // namespace
+
+std::string name_table::key(std::string_view session, const boost::asio::ip::address& address) {
+  std::string k;
+  fill_key(k, session, address);
   return k;
 }
 
 bool name_table::record(std::string_view session, const boost::asio::ip::address& address, std::string_view name,
                         std::uint16_t query_id, std::uint32_t ttl_seconds, clock::time_point now) {
   const auto ttl = std::clamp(std::chrono::seconds(ttl_seconds), limits_.min_ttl, limits_.max_ttl);
-  auto& names = by_key_[key(session, address)];
+  // Every answer renews or adds an entry: the key is built in a buffer kept between calls.
+  thread_local std::string k;
+  fill_key(k, session, address);
+  auto& names = by_key_[k];
   // Renewal: the same name again moves its expiry forward and costs no new entry.
   for (auto& e : names) {
     if (e.name == name) {
@@ -35,7 +47,7 @@ bool name_table::record(std::string_view session, const boost::asio::ip::address
     if (now - last_sweep_ < std::chrono::seconds(1)) return false;
     last_sweep_ = now;
     expire(now);
-    auto& again = by_key_[key(session, address)];  // expire() may have erased the slot
+    auto& again = by_key_[k];  // expire() may have erased the slot
     auto& count_now = per_session_[std::string(session)];
     if (count_now >= limits_.max_entries_per_session || entries_ >= limits_.max_entries ||
         again.size() >= limits_.max_names_per_address)

@@ -11,6 +11,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 namespace airlock::dns {
@@ -50,6 +51,30 @@ std::string rcode_name(std::uint8_t rc) {
     case 5: return "REFUSED";
     default: return "RCODE" + std::to_string(rc);
   }
+}
+
+// An address as inet_ntop writes it (what address::to_string returns), without the
+// sprintf that costs more than the rest of an IPv4 address's rendering.
+std::string address_text(const boost::asio::ip::address& a) {
+  if (!a.is_v4()) return a.to_string();
+  const auto b = a.to_v4().to_bytes();
+  char buf[16];
+  char* p = buf;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (i) *p++ = '.';
+    p = std::to_chars(p, buf + sizeof buf, b[i]).ptr;
+  }
+  return std::string(buf, p);
+}
+
+// The client as policy::endpoint_config::to_string has it: "a.b.c.d:port", "[v6]:port".
+std::string endpoint_text(const boost::asio::ip::address& a, std::uint16_t port) {
+  if (!a.is_v4()) return policy::endpoint_config{a, port}.to_string();
+  std::string out = address_text(a);
+  char buf[6];
+  out += ':';
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, port).ptr);
+  return out;
 }
 
 // Emits the record exactly once, whichever way the query ends.
@@ -161,7 +186,10 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
     co_return refuse(denied_rcode, d.reason, ede_blocked);
   }
 
-  auto resolved = co_await resolve(ctx.upstream, ctx.cache, *name, q.q.qtype);
+  // A cache hit is answered without another coroutine frame; a miss goes upstream.
+  boost::system::result<dns::resolved, resolve_error> resolved = resolve_error::bad_answer;
+  if (auto hit = find_cached(ctx.cache, *name, q.q.qtype)) resolved = std::move(*hit);
+  else resolved = co_await resolve_upstream(ctx.upstream, ctx.cache, *name, q.q.qtype);
   if (!resolved.has_value()) {
     // Upstream down, timing out or answering garbage: SERVFAIL, never a made-up answer.
     rec.reason = reason::resolve_failed;
@@ -185,14 +213,14 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
   });
   for (auto& rr : upstream->answers) {
     if (auto a = address_of(rr)) {
-      rec.answers.push_back(a->to_string());
+      rec.answers.push_back(address_text(*a));
       // Before the answer leaves: the client's first connection must find it here.
       if (!ctx.names.record(session->id, *a, name->str(), q.hdr.id, rr.ttl, now))
         rec.notes.push_back("name_table_full");
     }
     if (rr.owner.equals_ignore_case(q.q.qname)) rr.owner = q.q.qname;
-    reply.answers.push_back(std::move(rr));
   }
+  reply.answers = std::move(upstream->answers);
   reply.authority = std::move(upstream->authority);
   if (q.opt) {
     wire::edns opt;
@@ -226,7 +254,7 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
   core::decision_record rec;
   rec.event = core::event_kind::dns;
   rec.proto = "dns";
-  rec.client = policy::endpoint_config{client_address, client_port}.to_string();
+  rec.client = endpoint_text(client_address, client_port);
   emit_once guard{ctx.log, rec};
   auto reply = co_await judge_and_answer(ctx, packet, client_address, client_port, over_udp, guard);
   // A denied name's reply waits for the process lookup (at most 100 ms): the asker is

@@ -65,8 +65,10 @@ void metrics::count(const decision_record& r) {
   const auto event = to_string(r.event);
   const auto verdict = policy::to_string(r.verdict);
   const auto reason = policy::to_string(r.reason);
-  std::string key;
-  key.reserve(64);
+  // Built in a buffer kept between calls: a decision costs no allocation once its label
+  // set has been seen.
+  thread_local std::string key;
+  key.clear();
   for (std::string_view part : {event, verdict, reason, std::string_view(r.proto), std::string_view(r.policy)}) {
     key += part;
     key += '\0';
@@ -78,7 +80,7 @@ void metrics::count(const decision_record& r) {
                               {"reason", std::string(reason)},
                               {"proto", r.proto},
                               {"policy", r.policy}});
-    it = decision_counters_.emplace(std::move(key), &c).first;
+    it = decision_counters_.emplace(key, &c).first;
   }
   it->second->Increment();
   // A connection's line carries its totals; its requests' lines (http) are parts of them.

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace airlock::core {
@@ -11,8 +12,20 @@ namespace {
 constexpr bool is_plain(unsigned char c) noexcept { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
 
 void append_escaped(std::string& out, std::string_view s) {
-  out += '"';
   std::size_t i = 0;
+  while (i < s.size() && is_plain(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == s.size()) {
+    // Nothing to escape (the usual case): quotes and value in one write.
+    const std::size_t at = out.size();
+    out.resize(at + s.size() + 2);
+    char* p = out.data() + at;
+    p[0] = '"';
+    if (!s.empty()) std::memcpy(p + 1, s.data(), s.size());
+    p[s.size() + 1] = '"';
+    return;
+  }
+  out += '"';
+  out.append(s.data(), i);
   while (i < s.size()) {
     // The usual value has nothing to escape: copy plain runs in one append.
     std::size_t run = i;
@@ -47,9 +60,22 @@ void append_number(std::string& out, std::uint64_t v) {
 }
 
 void field(std::string& out, std::string_view key) {
-  out += out.size() > 1 ? ",\"" : "\"";
-  out += key;
-  out += "\":";
+  // The keys are this file's short literals: separator, quoted key and colon in one write.
+  char buf[48];
+  if (key.size() > sizeof buf - 4) {
+    out += out.size() > 1 ? ",\"" : "\"";
+    out += key;
+    out += "\":";
+    return;
+  }
+  std::size_t n = 0;
+  if (out.size() > 1) buf[n++] = ',';
+  buf[n++] = '"';
+  std::memcpy(buf + n, key.data(), key.size());
+  n += key.size();
+  buf[n++] = '"';
+  buf[n++] = ':';
+  out.append(buf, n);
 }
 
 void string_or_null(std::string& out, std::string_view key, const std::string& value) {

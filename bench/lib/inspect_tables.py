@@ -7,9 +7,10 @@ order rotated each round). Rounds with more than FOREIGN_MAX % foreign CPU are l
 when a clean round remains. report.py calls rows() for its summary."""
 import csv
 import os
-import statistics
 import sys
 from collections import defaultdict
+
+from figures import fmt, med  # bench/lib
 
 FOREIGN_MAX = float(os.environ.get("FOREIGN_MAX", "15"))
 WRK_C = os.environ.get("INSP_C", "32")
@@ -33,23 +34,6 @@ def load(dirs):
                 if v == v:
                     data[r["scenario"]][r["target"]][r["metric"]][(i, r["round"])] = v
     return data
-
-
-def med(xs):
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else float("nan")
-
-
-def fmt(v):
-    if v != v:
-        return "–"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    if abs(v) >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
 
 
 def clean(sd, t):

@@ -15,6 +15,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+from figures import fmt, med  # bench/lib
+
 import inspect_tables  # bench/lib: the inspect scenario's table
 
 FOREIGN_MAX = float(os.environ.get("FOREIGN_MAX", "15"))
@@ -62,23 +64,6 @@ def load(d):
             if v == v:
                 data[r["scenario"]][r["target"]][r["metric"]][r["round"]] = v
     return data
-
-
-def med(xs):
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else float("nan")
-
-
-def fmt(v):
-    if v != v:
-        return "–"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    if abs(v) >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
 
 
 class Scenario:

@@ -1,5 +1,7 @@
 #include "core/decision.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -9,19 +11,70 @@ namespace airlock::core {
 namespace {
 
 // Bytes that go into a JSON string as they are: printable ASCII but '"' and '\\'.
-constexpr bool is_plain(unsigned char c) noexcept { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+constexpr bool plain_byte(unsigned char c) noexcept { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+// As a table: one load per byte while scanning a value.
+constexpr auto plain_table = [] {
+  std::array<bool, 256> t{};
+  for (unsigned c = 0; c < 256; ++c) t[c] = plain_byte(static_cast<unsigned char>(c));
+  return t;
+}();
+inline bool is_plain(unsigned char c) noexcept { return plain_table[c]; }
 
-void append_escaped(std::string& out, std::string_view s) {
+// The line under construction: bytes go straight into the string's buffer, grown
+// (doubled) when a write would not fit, so a field costs a bounds check and a copy rather
+// than a std::string append call each. finish() cuts the string to what was written.
+class line {
+ public:
+  line(std::string& s, std::size_t initial) : s_(s) {
+    s_.resize(initial);
+    p_ = s_.data();
+    end_ = p_ + s_.size();
+  }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - s_.data()); }
+  // Room for n more bytes at the returned pointer; commit them with advance().
+  char* room(std::size_t n) {
+    if (static_cast<std::size_t>(end_ - p_) < n) grow(n);
+    return p_;
+  }
+  void advance(std::size_t n) noexcept { p_ += n; }
+  void append(const char* data, std::size_t n) {
+    if (n == 0) return;
+    std::memcpy(room(n), data, n);
+    p_ += n;
+  }
+  line& operator+=(std::string_view v) {
+    append(v.data(), v.size());
+    return *this;
+  }
+  line& operator+=(char c) {
+    *room(1) = c;
+    ++p_;
+    return *this;
+  }
+  void finish() { s_.resize(size()); }
+
+ private:
+  void grow(std::size_t n) {
+    const std::size_t used = size();
+    s_.resize(std::max(2 * s_.size(), used + n));
+    p_ = s_.data() + used;
+    end_ = s_.data() + s_.size();
+  }
+  std::string& s_;
+  char* p_;
+  char* end_;
+};
+
+void append_escaped(line& out, std::string_view s) {
   std::size_t i = 0;
   while (i < s.size() && is_plain(static_cast<unsigned char>(s[i]))) ++i;
   if (i == s.size()) {
     // Nothing to escape (the usual case): quotes and value in one write.
-    const std::size_t at = out.size();
-    out.resize(at + s.size() + 2);
-    char* p = out.data() + at;
+    char* p = out.room(s.size() + 2);
     p[0] = '"';
     if (!s.empty()) std::memcpy(p + 1, s.data(), s.size());
     p[s.size() + 1] = '"';
+    out.advance(s.size() + 2);
     return;
   }
   out += '"';
@@ -53,38 +106,36 @@ void append_escaped(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void append_number(std::string& out, std::uint64_t v) {
+void append_number(line& out, std::uint64_t v) {
   char buf[20];
   const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
   out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
-void field(std::string& out, std::string_view key) {
-  // The keys are this file's short literals: separator, quoted key and colon in one write.
-  char buf[48];
-  if (key.size() > sizeof buf - 4) {
-    out += out.size() > 1 ? ",\"" : "\"";
-    out += key;
-    out += "\":";
-    return;
-  }
-  std::size_t n = 0;
-  if (out.size() > 1) buf[n++] = ',';
-  buf[n++] = '"';
-  std::memcpy(buf + n, key.data(), key.size());
-  n += key.size();
-  buf[n++] = '"';
-  buf[n++] = ':';
-  out.append(buf, n);
+// The keys are this file's literals: their length is known here, so separator, quoted key
+// and colon are copied with a fixed-size copy in one write.
+template <std::size_t N>
+void field(line& out, const char (&key)[N]) {
+  constexpr std::size_t n = N - 1;
+  const bool first = out.size() <= 1;
+  char* p = out.room(n + 4);
+  if (!first) *p++ = ',';
+  *p++ = '"';
+  std::memcpy(p, key, n);
+  p[n] = '"';
+  p[n + 1] = ':';
+  out.advance(n + (first ? 3 : 4));
 }
 
-void string_or_null(std::string& out, std::string_view key, const std::string& value) {
+template <std::size_t N>
+void string_or_null(line& out, const char (&key)[N], const std::string& value) {
   field(out, key);
   if (value.empty()) out += "null";
   else append_escaped(out, value);
 }
 
-void number_or_null(std::string& out, std::string_view key, const std::optional<std::uint64_t>& value) {
+template <std::size_t N>
+void number_or_null(line& out, const char (&key)[N], const std::optional<std::uint64_t>& value) {
   field(out, key);
   if (value) append_number(out, *value);
   else out += "null";
@@ -99,7 +150,7 @@ void put_digits(char* at, unsigned v, int width) noexcept {
 }
 
 // The timestamp as "YYYY-MM-DDTHH:MM:SS.ffffffZ", quoted (nothing in it needs escaping).
-void append_rfc3339_micros(std::string& out, std::chrono::system_clock::time_point tp) {
+void append_rfc3339_micros(line& out, std::chrono::system_clock::time_point tp) {
   using namespace std::chrono;
   const auto micros = duration_cast<microseconds>(tp.time_since_epoch()).count();
   // Days since 1970-01-01 to the civil date (H. Hinnant's days_from_civil, inverted):
@@ -139,7 +190,8 @@ void append_rfc3339_micros(std::string& out, std::chrono::system_clock::time_poi
   append_escaped(out, buf);
 }
 
-void string_array(std::string& out, std::string_view key, const std::vector<std::string>& values) {
+template <std::size_t N>
+void string_array(line& out, const char (&key)[N], const std::vector<std::string>& values) {
   field(out, key);
   out += '[';
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -149,7 +201,7 @@ void string_array(std::string& out, std::string_view key, const std::vector<std:
   out += ']';
 }
 
-void session_fields(std::string& out, const decision_record& r) {
+void session_fields(line& out, const decision_record& r) {
   // Sessions are not decisions; the contract's keys stay (null) so every line has the
   // same core shape.
   out += ",\"client\":null,\"name\":null,\"dst\":null,\"upstream\":null,\"proto\":null"
@@ -170,7 +222,9 @@ void session_fields(std::string& out, const decision_record& r) {
 
 std::string json_quote(std::string_view s) {
   std::string out;
-  append_escaped(out, s);
+  line w(out, s.size() + 2);
+  append_escaped(w, s);
+  w.finish();
   return out;
 }
 
@@ -185,8 +239,8 @@ std::string_view to_string(event_kind e) noexcept {
 }
 
 std::string render_json_line(const decision_record& r) {
-  std::string out;
-  out.reserve(512);
+  std::string text;
+  line out(text, 512);
   out += '{';
   field(out, "ts");
   append_rfc3339_micros(out, r.ts);
@@ -206,7 +260,8 @@ std::string render_json_line(const decision_record& r) {
   if (r.event == event_kind::session) {
     session_fields(out, r);
     out += "}\n";
-    return out;
+    out.finish();
+    return text;
   }
   string_or_null(out, "client", r.client);
   string_or_null(out, "name", r.name);
@@ -241,7 +296,8 @@ std::string render_json_line(const decision_record& r) {
   }
   if (!r.notes.empty()) string_array(out, "notes", r.notes);
   out += "}\n";
-  return out;
+  out.finish();
+  return text;
 }
 
 }  // namespace airlock::core

@@ -5,6 +5,7 @@
 #include "proxy/connection.hpp"
 
 #include "core/deadline.hpp"
+#include "policy/redirect_check.hpp"
 #include "proxy/http_head.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/served_connection.hpp"
@@ -121,12 +122,17 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   const auto literal = asio::ip::make_address(first.name, not_address);
   std::optional<policy::domain_name> name;
   policy::decision d;
+  std::string granted_rule;  // d.rule when a redirect's allowance decided
   if (!not_address) {
     d = session->policy->decide(literal, port);
   } else if (auto parsed = policy::domain_name::parse(first.name); parsed.has_value()) {
     name = std::move(*parsed);
     rec.name = name->str();
     d = session->policy->decide(*name, port);
+    // A redirect followed inside an inspected tunnel lets this one through (once).
+    const auto redirect = policy::check_redirects(ctx.grants, d, session->id, *name, true, port);
+    policy::apply_redirect(redirect, d, granted_rule);
+    if (redirect.what != policy::redirect_outcome::kind::none) rec.notes.push_back("redirect_from:" + redirect.from_host);
   } else {
     d = {verdict::deny, reason::invalid_name, "default"};
   }

@@ -312,6 +312,11 @@ expect_not "  a tunnel whose ClientHello names another host is refused" \
   ip netns exec "$GW" curl -sS --max-time 10 --proxy http://127.0.0.1:3128 --cacert "$ACA" \
   --connect-to inspected.airlock.test:443:api.airlock.test:443 https://inspected.airlock.test/
 expect "  as sni_host_mismatch" line event=connect session=explicit reason=sni_host_mismatch
+expect "a redirect followed inside an inspected tunnel lets the next CONNECT through, once" \
+  body_is "cdn: cdn-ok.airlock.test" ip netns exec "$GW" curl -sS --max-time 10 --proxy http://127.0.0.1:3128 \
+  --cacert "$W/trust.pem" -L https://inspected.airlock.test/go-ok
+expect "  its CONNECT line names the redirect's origin" \
+  line event=connect session=explicit name=cdn-ok.airlock.test reason=redirect_allowed 'notes~=redirect_from:inspected.airlock.test'
 
 metric() { ip netns exec "$GW" curl -sS --max-time 5 http://127.0.0.1:9901/metrics | sed -n "s/^$1 //p"; }
 expect "leaves are minted once per name and then served from the cache (metrics)" \

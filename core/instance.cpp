@@ -402,7 +402,10 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   auto netns_of = [sessions = p->sessions.get()](std::string_view id) { return sessions->netns_of(id); };
   p->dns_ctx->finder = p->proxy_ctx->finder = p->finder.get();
   p->dns_ctx->netns_of = p->proxy_ctx->netns_of = netns_of;
-  p->sessions->on_removed = [f = p->finder.get()](const std::string& netns) { f->forget(netns); };
+  p->sessions->on_removed = [f = p->finder.get(), g = &p->grants](const std::string& id, const std::string& netns) {
+    if (!netns.empty()) f->forget(netns);
+    g->forget(id);
+  };
 
   for (const auto& ep : p->cfg.listen.dns) {
     // UDP and TCP on one port number: the sandbox's nft table redirects both to it.

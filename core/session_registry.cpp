@@ -207,7 +207,7 @@ registry_result<session_totals> session_registry::remove(const std::string& id) 
   const std::string netns = it->second.view.netns;
   emit_session(it->second, "close");
   sessions_.erase(it);
-  if (on_removed && !netns.empty()) on_removed(netns);
+  if (on_removed) on_removed(id, netns);
   publish_runtime_table();
   // Drop the derived policy too; if that fails (it cannot: the same file compiled
   // before), the stale policy is unreachable and harmless.

@@ -64,9 +64,10 @@ class session_registry final : public decision_sink {
 
   void emit(const decision_record& r) noexcept override;
 
-  // Told the network namespace of each runtime session as it is removed (the process
-  // finder lets go of what it holds open there, so the namespace can die).
-  std::function<void(const std::string& netns)> on_removed;
+  // Told each runtime session as it is removed, with its network namespace ("" when none):
+  // the process finder lets go of what it holds open there, so the namespace can die, and
+  // the session's redirect grants go with it (a reused id inherits nothing).
+  std::function<void(const std::string& id, const std::string& netns)> on_removed;
 
  private:
   struct entry {

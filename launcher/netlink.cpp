@@ -165,14 +165,23 @@ nl_result<bool> rtnetlink::delete_link(const std::string& name) {
   return true;
 }
 
-nl_result<void> rtnetlink::add_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix) {
-  request r(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL);
+namespace {
+// An RTM_NEWADDR/RTM_DELADDR message for one IPv4 address on interface `index`.
+request address_request(std::uint16_t type, std::uint16_t flags, int index, boost::asio::ip::address_v4 address,
+                        std::uint8_t prefix) {
+  request r(type, flags);
   ifaddrmsg a{};
   a.ifa_family = AF_INET;
   a.ifa_prefixlen = prefix;
   a.ifa_index = static_cast<std::uint32_t>(index);
   r.add_struct(a);
   r.add_v4(IFA_LOCAL, address);
+  return r;
+}
+}  // namespace
+
+nl_result<void> rtnetlink::add_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix) {
+  auto r = address_request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, index, address, prefix);
   r.add_v4(IFA_ADDRESS, address);
   auto e = transact(r.finish());
   if (!e) return e.error();
@@ -181,13 +190,7 @@ nl_result<void> rtnetlink::add_address(int index, boost::asio::ip::address_v4 ad
 }
 
 nl_result<void> rtnetlink::delete_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix) {
-  request r(RTM_DELADDR, 0);
-  ifaddrmsg a{};
-  a.ifa_family = AF_INET;
-  a.ifa_prefixlen = prefix;
-  a.ifa_index = static_cast<std::uint32_t>(index);
-  r.add_struct(a);
-  r.add_v4(IFA_LOCAL, address);
+  auto r = address_request(RTM_DELADDR, 0, index, address, prefix);
   auto e = transact(r.finish());
   if (!e) return e.error();
   if (*e != 0 && *e != EADDRNOTAVAIL && *e != ENODEV)

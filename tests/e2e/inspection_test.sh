@@ -46,6 +46,7 @@ WORLD_NGINX_SERVERS="
     server_name api.airlock.test;
     access_log $W/api-access.log withauth;
     location /v1/echo { return 200 \"you sent: \$http_authorization\\n\"; }
+    location = /v1/gz { add_header Content-Encoding gzip; return 200 \"compressed\\n\"; }
     location / { return 200 \"api: \$request_method \$request_uri\\n\"; }
   }
   server {
@@ -252,6 +253,23 @@ expect_not "without SNI (an address from DNS), an inspecting rule still judges t
 expect "  the connection was inspected under a name from the DNS answers" \
   line event=connect dst=$ORIGIN_IP:443 'notes~=name_from_dns_answer' 'notes~=inspected'
 
+cat >"$W/opaque.py" <<'PY'
+import socket, sys
+ip = socket.gethostbyname("api.airlock.test")  # through airlock's DNS: the name table learns it
+s = socket.create_connection((ip, 80), timeout=10)
+s.sendall(b"\r\nGET /v2/things HTTP/1.1\r\nHost: api.airlock.test\r\nConnection: close\r\n\r\n")
+data = b""
+try:
+    while chunk := s.recv(4096):
+        data += chunk
+except OSError:
+    pass
+print(data.decode("latin-1"))
+PY
+expect_not "bytes that are not a request line we read (a leading CRLF), to an inspecting rule's address, reach nothing" \
+  bash -c "ip netns exec $SBX python3 $W/opaque.py | grep -q 'api: GET /v2/things'"
+expect "  refused as parse_error" line event=connect dst=$ORIGIN_IP:80 reason=parse_error 'notes~=opaque_on_inspecting_rule'
+
 # 4. Redirects.
 expect_not "before any redirect, cdn-ok is not allowed" tcurl https://cdn-ok.airlock.test/
 expect "an allowed redirect is followed" body_is "cdn: cdn-ok.airlock.test" tcurl -L https://inspected.airlock.test/go-ok
@@ -274,6 +292,9 @@ expect "  the line says credential_injected, never the value" \
   bash -c "grep -q credential_injected $W/decisions.jsonl && ! grep -qF '${SECRET#Bearer }' $W/decisions.jsonl"
 expect "  a header the sandbox sends under that name is replaced" \
   bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl -o /dev/null -H 'Authorization: Bearer forged' https://api.airlock.test/v1/things; ! grep -q 'forged' $W/api-access.log"
+expect "a compressed response to a request with a credential is refused (an echo in it could not be masked)" \
+  bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl -o /dev/null -w '%{http_code}' https://api.airlock.test/v1/gz | grep -qx 502"
+expect "  its line says why" line event=http path=/v1/gz status=502 'notes~=encoded_response_with_credential'
 expect "  the sandbox's environment does not hold it" bash -c "! ip netns exec $SBX env | grep -qF '${SECRET#Bearer }'"
 
 # 6. An origin whose certificate does not verify.
@@ -337,5 +358,15 @@ expect "inside airlock run, a request the credential is for succeeds" \
 expect "  the origin got the secret from airlock" bash -c "test \$(grep -cF 'auth=[$SECRET]' $W/api-access.log) -ge 2"
 expect "  the sandbox holds it in no variable and no file it can read" \
   arun -- sh -c "test ! -e '$W/secret' && ! env | grep -qF '$TAIL' && ! grep -rqsF '$TAIL' /etc /run /tmp /var/tmp \"\$HOME\""
+
+# 10. The CA and the origin trust are read at start: a reload that changes them is refused.
+"$AIRLOCK" ca init "$W/other-ca" >/dev/null
+sed -i "s|ca_dir: $W/airlock-ca|ca_dir: $W/other-ca|" "$W/airlock.yaml"
+expect "a reload that changes inspection: is refused (422), saying to restart" \
+  bash -c "[[ \$(curl -sS --max-time 5 --unix-socket $W/control.sock -X POST http://airlock/v1/reload \
+    -o $W/reload.out -w '%{http_code}') == 422 ]] && grep -q 'restart the daemon' $W/reload.out"
+sed -i "s|ca_dir: $W/other-ca|ca_dir: $W/airlock-ca|" "$W/airlock.yaml"
+expect "  and inspection goes on with the CA it started with" \
+  body_is "inspected origin: inspected.airlock.test GET /after-reload" icurl https://inspected.airlock.test/after-reload
 
 check_summary

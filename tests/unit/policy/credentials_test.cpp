@@ -1,6 +1,8 @@
 // credentials: loading (every refusal, with its message) and credential_for().
 #include "policy/snapshot.hpp"
 
+#include "unit/policy/support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -60,7 +62,7 @@ policies:
     credentials:
 )";
 
-domain_name name(const char* n) { return *domain_name::parse(n); }
+using test::name;
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 #include "policy/families.hpp"
 #include "policy/snapshot.hpp"
+#include "unit/policy/support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -7,22 +8,8 @@ using namespace airlock::policy;
 
 namespace {
 
-std::shared_ptr<const snapshot> compile(const char* yaml) {
-  auto cfg = load_config_text(yaml, "t.yaml");
-  if (!cfg.has_value()) {
-    for (const auto& e : cfg.error()) MESSAGE(e.to_string());
-    FAIL("policy did not load");
-  }
-  auto snap = snapshot::compile(*cfg);
-  REQUIRE(snap.has_value());
-  return *snap;
-}
-
-domain_name name(const char* n) {
-  auto r = domain_name::parse(n);
-  REQUIRE(r.has_value());
-  return *r;
-}
+using test::compile;
+using test::name;
 
 boost::asio::ip::address ip(const char* a) { return boost::asio::ip::make_address(a); }
 

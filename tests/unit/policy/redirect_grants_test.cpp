@@ -1,5 +1,7 @@
 #include "policy/redirect_grants.hpp"
 
+#include "unit/policy/support.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace airlock::policy;
@@ -7,7 +9,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-domain_name name(const char* n) { return *domain_name::parse(n); }
+using test::name;
 const auto t0 = redirect_grants::clock::time_point{} + 1000s;
 
 }  // namespace

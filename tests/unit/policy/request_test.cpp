@@ -3,28 +3,16 @@
 #include "policy/request_target.hpp"
 #include "policy/snapshot.hpp"
 
+#include "unit/policy/support.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace airlock::policy;
 
 namespace {
 
-std::shared_ptr<const snapshot> compile(const char* yaml) {
-  auto cfg = load_config_text(yaml, "t.yaml");
-  if (!cfg.has_value()) {
-    for (const auto& e : cfg.error()) MESSAGE(e.to_string());
-    FAIL("policy did not load");
-  }
-  auto snap = snapshot::compile(*cfg);
-  REQUIRE(snap.has_value());
-  return *snap;
-}
-
-domain_name name(const char* n) {
-  auto r = domain_name::parse(n);
-  REQUIRE(r.has_value());
-  return *r;
-}
+using test::compile;
+using test::name;
 
 constexpr const char* policy_yaml = R"(version: 1
 inspection:

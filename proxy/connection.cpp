@@ -32,7 +32,7 @@ using steps::text;
 asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;
-  rec.conn = ++ctx.next_conn;
+  rec.conn = ctx.conn_ids.next();
   auto ticket = ctx.limits.accept();
   emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();

@@ -12,9 +12,11 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace boost::asio::ssl {
@@ -36,6 +38,16 @@ struct inspection_tls {
   boost::asio::ssl::context& upstream;  // the origin-facing side: verifies against the trust store
 };
 
+// Connection numbers for the log: unique in the process, also when several loops each
+// hold a copy of the context.
+class connection_ids {
+ public:
+  std::uint64_t next() noexcept { return counter_->fetch_add(1, std::memory_order_relaxed) + 1; }
+
+ private:
+  std::shared_ptr<std::atomic<std::uint64_t>> counter_ = std::make_shared<std::atomic<std::uint64_t>>(0);
+};
+
 struct proxy_settings {
   std::chrono::steady_clock::duration peek_limit = std::chrono::seconds(5);
   std::chrono::steady_clock::duration connect_limit = std::chrono::seconds(10);
@@ -49,7 +61,7 @@ struct proxy_context {
   const dns::name_table& names;
   dns::answer_cache& cache;
   proxy_settings settings;
-  std::uint64_t next_conn = 0;  // one context per io_context: no sharing, no atomics
+  connection_ids conn_ids;  // copies of a context (one per loop) share the counter
   limiter limits{policy::limits_config{}};
   // Process attribution, for sessions started by airlock: the finder, and the network
   // namespace of a session ("" when it has none). Both optional.

@@ -66,7 +66,7 @@ asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, cons
 asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_context& ctx) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;
-  rec.conn = ++ctx.next_conn;
+  rec.conn = ctx.conn_ids.next();
   auto ticket = ctx.limits.accept();
   steps::emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();

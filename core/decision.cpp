@@ -25,12 +25,14 @@ inline bool is_plain(unsigned char c) noexcept { return plain_table[c]; }
 // than a std::string append call each. finish() cuts the string to what was written.
 class line {
  public:
-  line(std::string& s, std::size_t initial) : s_(s) {
-    s_.resize(initial);
-    p_ = s_.data();
-    end_ = p_ + s_.size();
+  // Writes after what `s` holds already.
+  line(std::string& s, std::size_t initial) : s_(s), start_(s.size()) {
+    s_.resize(start_ + initial);
+    p_ = s_.data() + start_;
+    end_ = s_.data() + s_.size();
   }
-  std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - s_.data()); }
+  // What this line has written so far.
+  std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - s_.data()) - start_; }
   // Room for n more bytes at the returned pointer; commit them with advance().
   char* room(std::size_t n) {
     if (static_cast<std::size_t>(end_ - p_) < n) grow(n);
@@ -51,16 +53,18 @@ class line {
     ++p_;
     return *this;
   }
-  void finish() { s_.resize(size()); }
+  void finish() { s_.resize(used()); }
 
  private:
+  std::size_t used() const noexcept { return static_cast<std::size_t>(p_ - s_.data()); }
   void grow(std::size_t n) {
-    const std::size_t used = size();
-    s_.resize(std::max(2 * s_.size(), used + n));
-    p_ = s_.data() + used;
+    const std::size_t used_now = used();
+    s_.resize(std::max(2 * s_.size(), used_now + n));
+    p_ = s_.data() + used_now;
     end_ = s_.data() + s_.size();
   }
   std::string& s_;
+  std::size_t start_;
   char* p_;
   char* end_;
 };
@@ -240,6 +244,11 @@ std::string_view to_string(event_kind e) noexcept {
 
 std::string render_json_line(const decision_record& r) {
   std::string text;
+  append_json_line(text, r);
+  return text;
+}
+
+void append_json_line(std::string& text, const decision_record& r) {
   line out(text, 512);
   out += '{';
   field(out, "ts");
@@ -261,7 +270,7 @@ std::string render_json_line(const decision_record& r) {
     session_fields(out, r);
     out += "}\n";
     out.finish();
-    return text;
+    return;
   }
   string_or_null(out, "client", r.client);
   string_or_null(out, "name", r.name);
@@ -297,7 +306,6 @@ std::string render_json_line(const decision_record& r) {
   if (!r.notes.empty()) string_array(out, "notes", r.notes);
   out += "}\n";
   out.finish();
-  return text;
 }
 
 }  // namespace airlock::core

@@ -65,6 +65,8 @@ struct decision_record {
 // when it does not apply) so readers never guess; bytes outside printable ASCII are
 // escaped, so a hostile SNI cannot break the line or the encoding.
 std::string render_json_line(const decision_record& r);
+// The same line appended to `out` (the log writer renders straight into its batch).
+void append_json_line(std::string& out, const decision_record& r);
 
 // Where decisions go. The daemon's decision_log implements it; tests collect records.
 class decision_sink {

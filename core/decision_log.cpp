@@ -46,27 +46,46 @@ decision_log::~decision_log() {
 }
 
 void decision_log::emit(const decision_record& r) noexcept {
+  // Rendered outside the lock (event loops on other threads log too), into a buffer this
+  // thread keeps: no allocation per line, one copy into the batch.
+  thread_local std::string rendered;
   try {
-    write(render_json_line(r));
+    rendered.clear();
+    append_json_line(rendered, r);
   } catch (...) {  // out of memory rendering: count it like any other loss
     std::lock_guard lock(mutex_);
     ++dropped_pending_;
     ++dropped_total_;
+    return;
   }
+  add(rendered);
+  if (rendered.capacity() > 65536) std::string().swap(rendered);  // a giant line is not kept
 }
 
-void decision_log::write(std::string line) noexcept {
+void decision_log::write(std::string line) noexcept { add(line); }
+
+void decision_log::add(std::string_view line) noexcept {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
-    if (queue_.size() >= capacity_) {
+    if (pending_lines_ >= capacity_) {
       ++dropped_pending_;
       ++dropped_total_;
       return;
     }
-    queue_.push_back(std::move(line));
+    try {
+      pending_.append(line);
+    } catch (...) {
+      ++dropped_pending_;
+      ++dropped_total_;
+      return;
+    }
+    ++pending_lines_;
     ++enqueued_;
+    // An idle writer is woken by the first line only; a lingering one by a quarter-full queue.
+    wake = (writer_idle_ && pending_lines_ == 1) || pending_lines_ == capacity_ / 4 + 1;
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void decision_log::reopen() noexcept {
@@ -80,12 +99,15 @@ void decision_log::reopen() noexcept {
 void decision_log::flush() noexcept {
   std::unique_lock lock(mutex_);
   const auto target = enqueued_;
+  if (written_ >= target) return;
+  urgent_ = true;
+  wake_.notify_one();
   drained_.wait(lock, [&] { return written_ >= target || stopping_; });
 }
 
 std::size_t decision_log::queue_depth() const noexcept {
   std::lock_guard lock(mutex_);
-  return queue_.size();
+  return pending_lines_;
 }
 
 std::uint64_t decision_log::dropped_total() const noexcept {
@@ -114,18 +136,33 @@ bool decision_log::write_all(const std::string& data) noexcept {
 }
 
 void decision_log::run() {
-  std::deque<std::string> batch;
+  std::string batch;
+  bool lingering = false;  // the last look found lines: more are probably coming
   for (;;) {
     bool reopen = false;
     std::uint64_t dropped = 0;
+    std::size_t handled = 0;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || reopen_requested_ || !queue_.empty(); });
-      if (stopping_ && queue_.empty() && !reopen_requested_ && dropped_pending_ == 0) return;
-      batch.swap(queue_);
+      if (lingering) {
+        // Lines gather meanwhile; only a flush, reopen, shutdown or a filling queue cut it short.
+        wake_.wait_for(lock, linger, [&] {
+          return stopping_ || reopen_requested_ || urgent_ || pending_lines_ > capacity_ / 4;
+        });
+      } else {
+        writer_idle_ = true;
+        wake_.wait(lock, [&] { return stopping_ || reopen_requested_ || pending_lines_ > 0; });
+        writer_idle_ = false;
+      }
+      if (stopping_ && pending_lines_ == 0 && !reopen_requested_ && dropped_pending_ == 0) return;
+      batch.clear();
+      batch.swap(pending_);
+      handled = std::exchange(pending_lines_, 0);
+      urgent_ = false;
       reopen = std::exchange(reopen_requested_, false);
       dropped = std::exchange(dropped_pending_, 0);
     }
+    lingering = handled > 0;
     if (reopen && path_ != "-") {
       int fd = open_sink(path_);
       if (fd >= 0) {
@@ -133,18 +170,16 @@ void decision_log::run() {
         fd_ = fd;
       }
     }
-    // Gather the batch into one write: one syscall per wake-up, not per line.
-    std::string data;
-    if (dropped) data += dropped_line(dropped);
-    for (auto& line : batch) data += line;
-    const bool ok = data.empty() || write_all(data);
-    const auto handled = batch.size();
-    batch.clear();
+    // One write for the whole batch; a log_dropped line (rare) goes first, on its own.
+    const bool dropped_ok = dropped == 0 || write_all(dropped_line(dropped));
+    const bool ok = dropped_ok && (batch.empty() || write_all(batch));
+    // A burst's buffer is not kept for good.
+    if (batch.capacity() > (std::size_t{4} << 20)) std::string().swap(batch);
     {
       std::lock_guard lock(mutex_);
       if (!ok) {
         // Nothing of this batch is known to be on disk: report it with the next write.
-        dropped_pending_ += dropped + handled;
+        dropped_pending_ += (dropped_ok ? 0 : dropped) + handled;
         dropped_total_ += handled;
       }
       written_ += handled;
@@ -152,9 +187,10 @@ void decision_log::run() {
     drained_.notify_all();
     if (!ok) {
       // The sink refuses (full disk, closed pipe): back off instead of spinning.
+      lingering = false;
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
-      if (stopping_ && queue_.empty()) return;
+      if (stopping_ && pending_lines_ == 0) return;
     }
   }
 }

@@ -3,23 +3,31 @@
 // data path never waits on the disk. When the queue is full or the disk refuses a write,
 // lines are counted, never silently lost: a `log_dropped` line reports them as soon as
 // the sink accepts again.
+//
+// The queue is one buffer that rendered lines are appended to; the writer swaps it for an empty
+// one and writes it with one write(). A writer that found lines waits `linger` before it
+// looks again, and nobody wakes it meanwhile (but a flush, a reopen, shutdown or a
+// quarter-full queue): under load the data path makes no system call for its lines, and
+// the writer one write per `linger`. An idle writer is woken by the first line.
 #include "core/decision.hpp"
 
 #include <boost/system/result.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace airlock::core {
 
 class decision_log final : public decision_sink {
  public:
-  static constexpr std::size_t default_capacity = 65536;
+  static constexpr std::size_t default_capacity = 65536;  // lines
+  static constexpr std::chrono::milliseconds linger{2};
 
   // Opens `path` for appending ("-" is stdout) and starts the writer thread.
   static boost::system::result<std::unique_ptr<decision_log>, std::string> open(const std::string& path,
@@ -41,6 +49,7 @@ class decision_log final : public decision_sink {
   decision_log(std::string path, int fd, std::size_t capacity);
   void run();
   bool write_all(const std::string& data) noexcept;
+  void add(std::string_view line) noexcept;
 
   const std::string path_;
   int fd_;
@@ -49,7 +58,10 @@ class decision_log final : public decision_sink {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable drained_;
-  std::deque<std::string> queue_;
+  std::string pending_;             // rendered lines not yet taken by the writer
+  std::size_t pending_lines_ = 0;
+  bool writer_idle_ = false;        // waiting without a deadline: the next line wakes it
+  bool urgent_ = false;             // a flush waits: no lingering
   std::uint64_t dropped_pending_ = 0;  // not yet reported by a log_dropped line
   std::uint64_t dropped_total_ = 0;
   std::uint64_t enqueued_ = 0;

@@ -3,10 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 using namespace airlock;
 
@@ -99,6 +101,42 @@ TEST_CASE("the log writer writes every line, in order, and flushes on destructio
   int n = 0;
   while (std::getline(in, line)) CHECK(line == "{\"n\":" + std::to_string(n++) + "}");
   CHECK(n == 1000);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("emitted records are rendered into the writer's batch as render_json_line has them, from any thread") {
+  const auto path = std::filesystem::temp_directory_path() / ("airlock-log-emit-" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  core::decision_record r;
+  r.event = core::event_kind::dns;
+  r.name = "a\"b.test";
+  r.notes = {"cache_hit"};
+  const auto expected = core::render_json_line(r);
+  {
+    auto log = core::decision_log::open(path.string());
+    REQUIRE(log.has_value());
+    auto burst = [&] {
+      for (int i = 0; i < 5000; ++i) (*log)->emit(r);
+    };
+    std::thread other(burst);
+    burst();
+    other.join();
+    // A flush does not wait out the writer's linger, let alone one per line.
+    const auto start = std::chrono::steady_clock::now();
+    (*log)->flush();
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+    CHECK((*log)->queue_depth() == 0);
+    CHECK(std::filesystem::file_size(path) == 10000 * expected.size());
+    (*log)->emit(r);  // after the burst, with the writer idle again
+  }
+  std::ifstream in(path);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line + "\n" == expected;
+  CHECK(n == 10001);
+  std::string appended = "x";
+  core::append_json_line(appended, r);
+  CHECK(appended == "x" + expected);
   std::filesystem::remove(path);
 }
 

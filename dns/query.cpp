@@ -77,18 +77,6 @@ std::string endpoint_text(const boost::asio::ip::address& a, std::uint16_t port)
   return out;
 }
 
-// Emits the record exactly once, whichever way the query ends.
-// One line per query on every way out; when a process lookup was started, the line
-// waits for it off the data path (the reply has left by then).
-struct emit_once {
-  core::decision_sink& sink;
-  core::decision_record& record;
-  attribution::probe probe{};
-  ~emit_once() {
-    attribution::emit_line(sink, record, probe);
-  }
-};
-
 // A reply for a packet whose question did not parse: FORMERR when at least the header
 // is readable and it claims to be a query, silence otherwise (never answer a response).
 std::optional<std::string> formerr_for(std::span<const std::byte> packet) {
@@ -97,24 +85,64 @@ std::optional<std::string> formerr_for(std::span<const std::byte> packet) {
   return wire::build_error(*hdr, wire::rcode::formerr);
 }
 
-// The query, judged and answered; `guard` holds its line.
-boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_context& ctx,
-                                                                    std::span<const std::byte> packet,
-                                                                    const boost::asio::ip::address& client_address,
-                                                                    std::uint16_t client_port, bool over_udp,
-                                                                    emit_once& guard) {
-  auto& rec = guard.record;
-  const auto snap = ctx.policies.current();
+}  // namespace
+
+// What finish() needs of begin()'s judgement (a query that goes upstream keeps it).
+struct started_query::judged {
+  std::shared_ptr<const policy::snapshot> snap;
+  std::shared_ptr<const policy::session_table> registered;  // session.id may point into it
+  policy::snapshot::session session;
+  wire::query q;
+  policy::domain_name name;
+  core::token_bucket::clock::time_point now;
+};
+
+started_query::started_query(query_context& ctx, const boost::asio::ip::address& client_address,
+                             std::uint16_t client_port, bool over_udp)
+    : ctx_(&ctx), client_address_(client_address), client_port_(client_port), over_udp_(over_udp) {
+  rec_.event = core::event_kind::dns;
+  rec_.proto = "dns";
+  rec_.client = endpoint_text(client_address, client_port);
+}
+
+started_query::started_query(started_query&& other) noexcept
+    : ctx_(other.ctx_),
+      client_address_(other.client_address_),
+      client_port_(other.client_port_),
+      over_udp_(other.over_udp_),
+      armed_(std::exchange(other.armed_, false)),
+      rec_(std::move(other.rec_)),
+      probe_(std::move(other.probe_)),
+      reply_(std::move(other.reply_)),
+      judged_(std::move(other.judged_)) {}
+
+started_query::~started_query() {
+  // One line per query on every way out; when a process lookup was started, the line
+  // waits for it off the data path (the reply has left by then).
+  if (armed_) attribution::emit_line(ctx_->log, rec_, probe_);
+}
+
+bool started_query::must_wait_for_process() const noexcept {
+  // A denied name's reply waits for the process lookup (at most 100 ms): the asker is
+  // still there to be named, and a denial is what most needs a name. Allowed answers
+  // never wait; their lines are completed after the reply has left.
+  return probe_.active() && rec_.verdict != verdict::allow;
+}
+
+bool started_query::begin(std::span<const std::byte> packet, const boost::asio::any_io_executor& ex) {
+  auto& ctx = *ctx_;
+  auto& rec = rec_;
+  auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
 
   auto parsed = wire::parse_query(packet);
   if (!parsed.has_value()) {
     rec.reason = reason::dns_malformed;
-    auto reply = formerr_for(packet);
-    rec.rcode = reply ? "FORMERR" : "";
-    co_return reply;
+    reply_ = formerr_for(packet);
+    rec.rcode = reply_ ? "FORMERR" : "";
+    return true;
   }
-  const wire::query& q = *parsed;
+  wire::query& q = *parsed;
   rec.name = q.q.qname.to_text();
   rec.qtype = qtype_name(q.q.qtype);
   if (q.opt && q.opt->version != 0) {
@@ -122,19 +150,22 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
     rec.reason = reason::dns_malformed;
     rec.notes.push_back("edns_version_" + std::to_string(q.opt->version));
     rec.rcode = "BADVERS";
-    co_return wire::build_error(q, wire::rcode::badvers);
+    reply_ = wire::build_error(q, wire::rcode::badvers);
+    return true;
   }
 
+  // Sets the reply to a refusal; true unless a denial must wait for its process lookup.
   auto refuse = [&](wire::rcode rc, reason why, std::uint16_t ede) {
     rec.verdict = verdict::deny;
     rec.reason = why;
     rec.rcode = rcode_name(static_cast<std::uint8_t>(rc));
-    return wire::build_error(q, rc, std::pair<std::uint16_t, std::string>{ede, "airlock: " + std::string(policy::to_string(why))});
+    reply_ = wire::build_error(q, rc, std::pair<std::uint16_t, std::string>{ede, "airlock: " + std::string(policy::to_string(why))});
+    return !must_wait_for_process();
   };
 
-  const auto registered = ctx.policies.registered();
-  const auto session = snap->session_for(client_address, registered.get());
-  if (!session) co_return refuse(wire::rcode::refused, reason::no_session, ede_blocked);
+  auto registered = ctx.policies.registered();
+  const auto session = snap->session_for(client_address_, registered.get());
+  if (!session) return refuse(wire::rcode::refused, reason::no_session, ede_blocked);
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
 
@@ -143,33 +174,32 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
   auto bucket = ctx.buckets.find(rec.session);
   if (bucket == ctx.buckets.end())
     bucket = ctx.buckets.emplace(rec.session, core::token_bucket(ctx.settings.queries_per_second, ctx.settings.burst, now)).first;
-  if (!bucket->second.take(now)) co_return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
+  if (!bucket->second.take(now)) return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
   // (After the rate limit: a flood must not fill the process finder's queue.)
-  if (over_udp && ctx.finder && ctx.netns_of) {
+  if (over_udp_ && ctx.finder && ctx.netns_of) {
     // The sandbox sent to the gateway's :53 before the redirect; that address is not
     // known here, and a resolver's socket is often unconnected anyway: match any remote.
-    const auto key = attribution::socket_key::make(attribution::transport::udp, client_address, client_port,
+    const auto key = attribution::socket_key::make(attribution::transport::udp, client_address_, client_port_,
                                                    boost::asio::ip::address(), 0);
-    guard.probe = attribution::probe::start(ctx.finder, ctx.netns_of(rec.session), key,
-                                            co_await boost::asio::this_coro::executor);
+    probe_ = attribution::probe::start(ctx.finder, ctx.netns_of(rec.session), key, ex);
   }
 
   // ANY is an amplification and enumeration tool; no client airlock serves needs it.
   const auto& refused_types = ctx.settings.refused_types;
   if (q.q.qclass != wire::class_in || q.q.qtype == wire::type::any ||
       std::find(refused_types.begin(), refused_types.end(), q.q.qtype) != refused_types.end())
-    co_return refuse(wire::rcode::refused, reason::dns_type_refused, ede_blocked);
+    return refuse(wire::rcode::refused, reason::dns_type_refused, ede_blocked);
 
   auto name = policy::domain_name::parse(rec.name);
   // What a denied name gets: NXDOMAIN by default (tools give up at once), or REFUSED.
   const auto denied_rcode = ctx.settings.deny_with_refused ? wire::rcode::refused : wire::rcode::nxdomain;
-  if (!name.has_value()) co_return refuse(denied_rcode, reason::invalid_name, ede_blocked);
+  if (!name.has_value()) return refuse(denied_rcode, reason::invalid_name, ede_blocked);
 
   // Firefox's canary: NXDOMAIN here tells it not to switch to its own DoH resolver
   // (which would take DNS past airlock), whatever the policy allows.
   if (name->str() == "use-application-dns.net") {
     rec.notes.push_back("doh_canary");
-    co_return refuse(wire::rcode::nxdomain, reason::host_denied, ede_blocked);
+    return refuse(wire::rcode::nxdomain, reason::host_denied, ede_blocked);
   }
 
   auto d = session->policy->decide(*name, policy::any_port);
@@ -183,19 +213,43 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
   rec.rule = std::string(d.rule);
   if (d.verdict == verdict::deny) {
     // Denied names never leave airlock: no upstream query, so nothing to exfiltrate through.
-    co_return refuse(denied_rcode, d.reason, ede_blocked);
+    return refuse(denied_rcode, d.reason, ede_blocked);
   }
 
-  // A cache hit is answered without another coroutine frame; a miss goes upstream.
-  boost::system::result<dns::resolved, resolve_error> resolved = resolve_error::bad_answer;
-  if (auto hit = find_cached(ctx.cache, *name, q.q.qtype)) resolved = std::move(*hit);
-  else resolved = co_await resolve_upstream(ctx.upstream, ctx.cache, *name, q.q.qtype);
+  judged j{std::move(snap), std::move(registered), *session, std::move(q), std::move(*name), now};
+  // A cache hit is answered here and now; a miss goes upstream in finish().
+  if (auto hit = find_cached(ctx.cache, j.name, j.q.q.qtype)) {
+    reply_ = build_answer(j, std::move(*hit));
+    return true;
+  }
+  judged_ = std::make_unique<judged>(std::move(j));
+  return false;
+}
+
+boost::asio::awaitable<std::optional<std::string>> started_query::finish() {
+  if (judged_) {
+    auto& j = *judged_;
+    reply_ = build_answer(j, co_await resolve_upstream(ctx_->upstream, ctx_->cache, j.name, j.q.q.qtype));
+    judged_.reset();
+  }
+  if (must_wait_for_process()) {
+    rec_.process_json = co_await probe_.json(std::chrono::milliseconds(100));
+    probe_ = {};
+  }
+  co_return std::move(reply_);
+}
+
+std::optional<std::string> started_query::build_answer(judged& j, boost::system::result<resolved, resolve_error> resolved) {
+  auto& ctx = *ctx_;
+  auto& rec = rec_;
+  const wire::query& q = j.q;
+  const auto& session = j.session;
   if (!resolved.has_value()) {
     // Upstream down, timing out or answering garbage: SERVFAIL, never a made-up answer.
     rec.reason = reason::resolve_failed;
     rec.notes.push_back("upstream_" + std::string(to_string(resolved.error())));
     rec.rcode = "SERVFAIL";
-    co_return wire::build_error(q, wire::rcode::servfail);
+    return wire::build_error(q, wire::rcode::servfail);
   }
   if (resolved->from_cache) rec.notes.push_back("cache_hit");
   wire::message* upstream = &resolved->answer;
@@ -209,13 +263,13 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
   // no special addresses (DNS rebinding) unless a cidr rule allows them, no ECH or
   // address hints in HTTPS/SVCB, no h3 while QUIC is dropped, no AAAA without IPv6.
   const auto outcome = filter_answer(*upstream, q.q.qname, ctx.filter, [&](const boost::asio::ip::address& a) {
-    return session->policy->cidr_allowance(a, policy::any_port) != nullptr;
+    return session.policy->cidr_allowance(a, policy::any_port) != nullptr;
   });
   for (auto& rr : upstream->answers) {
     if (auto a = address_of(rr)) {
       rec.answers.push_back(address_text(*a));
       // Before the answer leaves: the client's first connection must find it here.
-      if (!ctx.names.record(session->id, *a, name->str(), q.hdr.id, rr.ttl, now))
+      if (!ctx.names.record(session.id, *a, j.name.str(), q.hdr.id, rr.ttl, j.now))
         rec.notes.push_back("name_table_full");
     }
     if (rr.owner.equals_ignore_case(q.q.qname)) rr.owner = q.q.qname;
@@ -228,7 +282,7 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
     reply.opt = opt;
   }
   std::size_t limit = 65535;
-  if (over_udp) limit = q.opt ? std::max<std::size_t>(512, q.opt->udp_size) : 512;
+  if (over_udp_) limit = q.opt ? std::max<std::size_t>(512, q.opt->udp_size) : 512;
   rec.rcode = rcode_name(upstream->hdr.rcode_bits());
   if (outcome.svcb_rewritten) rec.notes.push_back("svcb_rewritten_" + std::to_string(outcome.svcb_rewritten));
   if (outcome.removed_aaaa) rec.notes.push_back("aaaa_removed_no_ipv6");
@@ -242,29 +296,16 @@ boost::asio::awaitable<std::optional<std::string>> judge_and_answer(query_contex
       rec.reason = reason::private_address;
     }
   }
-  co_return wire::build(reply, limit);
+  return wire::build(reply, limit);
 }
-
-}  // namespace
 
 boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx,
                                                                 std::span<const std::byte> packet,
                                                                 const boost::asio::ip::address& client_address,
                                                                 std::uint16_t client_port, bool over_udp) {
-  core::decision_record rec;
-  rec.event = core::event_kind::dns;
-  rec.proto = "dns";
-  rec.client = endpoint_text(client_address, client_port);
-  emit_once guard{ctx.log, rec};
-  auto reply = co_await judge_and_answer(ctx, packet, client_address, client_port, over_udp, guard);
-  // A denied name's reply waits for the process lookup (at most 100 ms): the asker is
-  // still there to be named, and a denial is what most needs a name. Allowed answers
-  // never wait; their lines are completed after the reply has left.
-  if (guard.probe.active() && rec.verdict != verdict::allow) {
-    rec.process_json = co_await guard.probe.json(std::chrono::milliseconds(100));
-    guard.probe = {};
-  }
-  co_return reply;
+  started_query query(ctx, client_address, client_port, over_udp);
+  if (query.begin(packet, co_await boost::asio::this_coro::executor)) co_return std::move(query.reply());
+  co_return co_await query.finish();
 }
 
 }  // namespace airlock::dns

@@ -2,15 +2,18 @@
 // One DNS query, top to bottom: parse, find the session, decide, resolve upstream,
 // filter the answer, reply under the client's own id, log exactly one decision.
 #include "attribution/finder.hpp"
+#include "attribution/probe.hpp"
 #include "core/decision.hpp"
 #include "core/token_bucket.hpp"
 #include "dns/answer_cache.hpp"
 #include "dns/answer_filter.hpp"
+#include "dns/lookup.hpp"
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
 #include "policy/redirect_grants.hpp"
 #include "policy/store.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/address.hpp>
 
@@ -19,6 +22,7 @@
 #include <span>
 #include <string>
 #include <functional>
+#include <memory>
 #include <unordered_map>
 
 namespace airlock::dns {
@@ -42,10 +46,47 @@ struct query_context {
 };
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).
-// `max_reply` is the transport's ceiling: the client's EDNS size over UDP, 65535 over TCP.
+// Over UDP the reply fits the client's EDNS size (512 without EDNS); over TCP 65535.
 boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx,
                                                                 std::span<const std::byte> packet,
                                                                 const boost::asio::ip::address& client_address,
                                                                 std::uint16_t client_port, bool over_udp);
+
+// The same query in two parts, for a caller that answers without a coroutine when nothing
+// has to be waited for (a cache hit, a denial, an error): begin() judges it and, unless
+// it must wait, has the reply; finish() is the rest (the upstream, a denial's process
+// lookup). The decision line is emitted exactly once, when the started_query that holds
+// it is destroyed (so after the reply was built, and for a finished query after finish()).
+class started_query {
+ public:
+  started_query(query_context& ctx, const boost::asio::ip::address& client_address, std::uint16_t client_port,
+                bool over_udp);
+  started_query(started_query&& other) noexcept;
+  started_query& operator=(started_query&&) = delete;
+  ~started_query();
+
+  // Judges `packet`; true when the reply is known (take it with reply()).
+  bool begin(std::span<const std::byte> packet, const boost::asio::any_io_executor& ex);
+  std::optional<std::string>& reply() noexcept { return reply_; }
+  // For a query begin() did not complete: resolves, filters, waits for what must be waited for.
+  boost::asio::awaitable<std::optional<std::string>> finish();
+
+  const core::decision_record& record() const noexcept { return rec_; }
+
+ private:
+  struct judged;
+  std::optional<std::string> build_answer(judged& j, boost::system::result<resolved, resolve_error> r);
+  bool must_wait_for_process() const noexcept;
+
+  query_context* ctx_;
+  boost::asio::ip::address client_address_;
+  std::uint16_t client_port_;
+  bool over_udp_;
+  bool armed_ = true;  // false once moved from: only one of the two emits the line
+  core::decision_record rec_;
+  attribution::probe probe_;
+  std::optional<std::string> reply_;
+  std::unique_ptr<judged> judged_;  // what finish() needs: only for a query that waits
+};
 
 }  // namespace airlock::dns

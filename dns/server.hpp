@@ -1,6 +1,8 @@
 #pragma once
-// The DNS listeners. UDP: one receive loop per socket; each datagram becomes its own query
-// coroutine, so a slow upstream never holds up other clients. TCP (RFC 7766): length-
+// The DNS listeners. UDP: one receive loop per socket; a datagram that can be answered at
+// once (a cache hit, a denial) is answered in the loop, without a coroutine of its own;
+// one that must wait (the upstream) gets its own coroutine, so a slow upstream never holds
+// up other clients. TCP (RFC 7766): length-
 // framed queries, several per connection, answered in order, with an idle deadline and a
 // cap on open connections.
 #include "dns/query.hpp"

@@ -86,3 +86,108 @@ TEST_CASE("bounded: the least recently used entry goes first") {
   CHECK_FALSE(c.find("2.example", wire::type::a, t0));
   CHECK(c.find("3.example", wire::type::a, t0));
 }
+
+// ---- dns/query.hpp: what the cache lets the UDP listener answer without a coroutine ----
+
+#include "dns/query.hpp"
+#include "unit/policy/support.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+namespace {
+
+struct collected_lines final : airlock::core::decision_sink {
+  std::vector<airlock::core::decision_record> lines;
+  void emit(const airlock::core::decision_record& r) noexcept override { lines.push_back(r); }
+};
+
+struct query_fixture {
+  boost::asio::io_context io;
+  airlock::policy::store policies{airlock::policy::test::compile(R"(version: 1
+policies:
+  p:
+    allow:
+      - host: ok.test
+sessions:
+  - id: s1
+    source: 127.0.0.1/32
+    policy: p
+)")};
+  std::unique_ptr<airlock::dns::resolver> upstream = [this] {
+    airlock::dns::resolver::options o;
+    o.servers.push_back({boost::asio::ip::make_address("127.0.0.1"), 9});  // never asked here
+    auto r = airlock::dns::resolver::create(io.get_executor(), o);
+    REQUIRE(r.has_value());
+    return std::move(*r);
+  }();
+  collected_lines log;
+  airlock::dns::name_table names;
+  answer_cache cache;
+  airlock::dns::query_context ctx{policies, *upstream, log, names, cache};
+  const boost::asio::ip::address client = boost::asio::ip::make_address("127.0.0.1");
+
+  std::string packet(const char* name, std::uint16_t id) {
+    return wire::build_query(id, *wire::name_from_text(name), wire::type::a);
+  }
+};
+
+std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+
+}  // namespace
+
+TEST_CASE("started_query: a cache hit and a denial are answered by begin(), one line each, emitted as it goes") {
+  query_fixture f;
+  wire::message cached;
+  cached.hdr.flags = 0x8180;
+  cached.questions.push_back({*wire::name_from_text("ok.test"), wire::type::a, wire::class_in});
+  auto rr = a_record(300);
+  rr.owner = *wire::name_from_text("ok.test");
+  cached.answers.push_back(rr);
+  f.cache.store("ok.test", wire::type::a, cached, answer_cache::clock::now());
+
+  {
+    const auto q = f.packet("OK.test", 0x1234);
+    airlock::dns::started_query query(f.ctx, f.client, 5353, true);
+    REQUIRE(query.begin(bytes(q), f.io.get_executor()));
+    REQUIRE(query.reply().has_value());
+    auto reply = wire::parse_message(bytes(*query.reply()));
+    REQUIRE(reply.has_value());
+    CHECK(reply->hdr.id == 0x1234);
+    CHECK(reply->questions.at(0).qname.to_text() == "OK.test");  // the client's casing
+    REQUIRE(reply->answers.size() == 1);
+    CHECK(f.log.lines.empty());  // not before the query is done with
+  }
+  REQUIRE(f.log.lines.size() == 1);
+  CHECK(f.log.lines[0].verdict == airlock::policy::verdict::allow);
+  CHECK(f.log.lines[0].notes == std::vector<std::string>{"cache_hit"});
+  CHECK(f.log.lines[0].answers == std::vector<std::string>{"203.0.113.10"});
+  CHECK(f.log.lines[0].client == "127.0.0.1:5353");
+
+  {
+    const auto q = f.packet("exfil.evil.test", 7);
+    airlock::dns::started_query query(f.ctx, f.client, 5353, true);
+    REQUIRE(query.begin(bytes(q), f.io.get_executor()));
+    auto reply = wire::parse_message(bytes(*query.reply()));
+    REQUIRE(reply.has_value());
+    CHECK(reply->hdr.rcode_bits() == static_cast<std::uint8_t>(wire::rcode::nxdomain));
+  }
+  REQUIRE(f.log.lines.size() == 2);
+  CHECK(f.log.lines[1].verdict == airlock::policy::verdict::deny);
+  CHECK(f.log.lines[1].rcode == "NXDOMAIN");
+}
+
+TEST_CASE("started_query: a miss is left to finish(); a moved query emits its line once, from where it went") {
+  query_fixture f;
+  const auto q = f.packet("ok.test", 9);
+  std::optional<airlock::dns::started_query> moved;
+  {
+    airlock::dns::started_query query(f.ctx, f.client, 5353, true);
+    CHECK_FALSE(query.begin(bytes(q), f.io.get_executor()));  // not cached: the upstream is needed
+    moved.emplace(std::move(query));
+  }
+  CHECK(f.log.lines.empty());
+  moved.reset();  // never finished (the loop went away): still exactly one line
+  REQUIRE(f.log.lines.size() == 1);
+  CHECK(f.log.lines[0].name == "ok.test");
+  CHECK(f.log.lines[0].verdict == airlock::policy::verdict::allow);
+}

@@ -1,13 +1,14 @@
 #include "proxy/relay.hpp"
 
-#include "core/deadline.hpp"
-
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <array>
 #include <cerrno>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -19,10 +20,10 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using core::nothrow;
 using clock = std::chrono::steady_clock;
 
 constexpr std::size_t chunk = 64 * 1024;  // one pipe's default capacity
+constexpr std::size_t copy_chunk = 16 * 1024;
 
 // A pipe for splice, kept in a per-thread pool between uses: connections hold one only
 // while bytes are in it, and it goes back empty.
@@ -70,133 +71,250 @@ void reset_both(tcp::socket& a, tcp::socket& b) {
   b.shutdown(tcp::socket::shutdown_both, ignored);
 }
 
-struct direction {
-  tcp::socket& from;
-  tcp::socket& to;
-  std::uint64_t& count;
-  bool up;
-};
+bool would_block() noexcept { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
-enum class step { more, eof, failed, unsupported };
+// One relayed connection. Plain completion handlers drive it, not coroutines: an idle
+// connection is then this object and three pending waits (either socket readable, the
+// idle timer), where a coroutine per direction and a watchdog joined with && and || cost
+// three coroutine frames, four co_spawned threads and two parallel groups (bench/README.md,
+// "idle": this is most of what an idle connection weighed).
+//
+// Each direction repeats: wait until `from` is readable; move what is there (socket ->
+// pipe -> socket with splice, or through a buffer where splice is refused), waiting for
+// `to` to take it; push the idle deadline forward; tell the meter. EOF is passed on as a
+// half-close (the other direction goes on); a failure resets both ways.
+//
+// Lifetime: every pending wait holds the object (`hold`). When the last hold goes after
+// its handler ran, nothing is left to wait for: the relay is over, the object is freed
+// and the awaiting coroutine resumes with the totals. When the last hold goes unrun (the
+// loop is torn down with the wait pending), the object is freed with the awaiting
+// coroutine's handler, so that coroutine unwinds (and logs its line) like any other.
+template <typename Handler>
+class relay_op {
+ public:
+  relay_op(Handler handler, tcp::socket& client, tcp::socket& upstream, clock::duration idle_limit,
+           relay_meter* meter)
+      : handler_(std::move(handler)),
+        timer_(client.get_executor()),
+        idle_limit_(idle_limit),
+        meter_(meter),
+        ways_{way{client, upstream, true}, way{upstream, client, false}} {}
 
-// Moves what is readable now through a pipe, waiting for `to` as needed; the pipe is
-// empty again when this returns `more` or `eof`.
-asio::awaitable<step> splice_once(direction d, pipe_pair& p, std::size_t& moved) {
-  const auto in = ::splice(d.from.native_handle(), nullptr, p.write, nullptr, chunk, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-  if (in == 0) co_return step::eof;
-  if (in < 0) {
-    if (errno == EAGAIN || errno == EINTR) co_return step::more;
-    co_return errno == EINVAL ? step::unsupported : step::failed;
-  }
-  auto pending = static_cast<std::size_t>(in);
-  while (pending > 0) {
-    const auto out = ::splice(p.read, nullptr, d.to.native_handle(), nullptr, pending, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (out > 0) {
-      pending -= static_cast<std::size_t>(out);
-      continue;
-    }
-    if (out < 0 && errno == EINTR) continue;
-    if (out < 0 && errno != EAGAIN) co_return step::failed;
-    auto [ec] = co_await d.to.async_wait(tcp::socket::wait_write, nothrow);
-    if (ec) co_return step::failed;
-  }
-  moved = static_cast<std::size_t>(in);
-  co_return step::more;
-}
-
-// The same with a buffer, for sockets splice refuses.
-asio::awaitable<step> copy_once(direction d, std::size_t& moved) {
-  auto buf = std::make_unique<std::array<std::byte, 16384>>();
-  boost::system::error_code ec;
-  const auto n = d.from.read_some(asio::buffer(*buf), ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) co_return step::more;
-  if (ec == asio::error::eof) co_return step::eof;
-  if (ec) co_return step::failed;
-  auto [wec, written] = co_await asio::async_write(d.to, asio::buffer(buf->data(), n), nothrow);
-  if (wec) co_return step::failed;
-  moved = written;
-  co_return step::more;
-}
-
-// Copies one direction until EOF, an error, or the meter says stop.
-asio::awaitable<void> pump(direction d, clock::time_point& deadline, clock::duration idle_limit, relay_meter* meter,
-                           bool& cut) {
-  bool use_splice = true;
-  for (;;) {
-    auto [ec] = co_await d.from.async_wait(tcp::socket::wait_read, nothrow);
+  void start() {
+    boost::system::error_code ec;
+    // splice and the direct reads need sockets that never block the loop.
+    ways_[0].from.native_non_blocking(true, ec);
+    if (!ec) ways_[1].from.native_non_blocking(true, ec);
     if (ec) {
-      reset_both(d.from, d.to);
-      co_return;
+      reset_both(ways_[0].from, ways_[1].from);
+      ways_[0].done = ways_[1].done = true;
+      asio::post(timer_.get_executor(), [h = hold(this)]() mutable { h.ran(); });  // completes once posted
+      return;
     }
-    std::size_t moved = 0;
-    step s = step::failed;
-    if (use_splice) {
-      if (auto p = pipes().take()) {
-        s = co_await splice_once(d, *p, moved);
-        if (s == step::unsupported) {
-          use_splice = false;  // this socket pair cannot splice; nothing was moved yet
-          pipes().give_back(std::move(p));
-          s = step::more;
-        } else if (s != step::failed) {
-          pipes().give_back(std::move(p));  // empty: every byte that went in came out
-        }
-      } else {
-        s = co_await copy_once(d, moved);
-      }
-    } else {
-      s = co_await copy_once(d, moved);
-    }
-    if (s == step::eof) {
-      boost::system::error_code ignored;
-      d.to.shutdown(tcp::socket::shutdown_send, ignored);  // pass the half-close on
-      co_return;
-    }
-    if (s == step::failed) {
-      // A reset or a failure: the other direction has nothing left to say either.
-      reset_both(d.from, d.to);
-      co_return;
-    }
-    d.count += moved;
-    deadline = clock::now() + idle_limit;
-    if (moved && meter && !meter->moved(d.up, moved)) {
-      cut = true;
-      reset_both(d.from, d.to);
-      co_return;
-    }
+    deadline_ = clock::now() + idle_limit_;
+    watch();
+    wait_readable(0);
+    wait_readable(1);
   }
-}
 
-// Sleeps until the shared deadline stops moving forward; one timer per connection,
-// woken at most once per idle period, not once per read.
-asio::awaitable<void> watchdog(clock::time_point& deadline) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  for (auto now = clock::now(); deadline > now; now = clock::now()) {
-    timer.expires_at(deadline);
-    auto [ec] = co_await timer.async_wait(nothrow);
-    if (ec == asio::error::operation_aborted) co_return;  // the relay ended first
+ private:
+  struct way {
+    way(tcp::socket& f, tcp::socket& t, bool u) : from(f), to(t), up(u) {}
+    tcp::socket& from;
+    tcp::socket& to;
+    bool up;
+    bool done = false;
+    bool use_splice = true;
+    std::size_t pending = 0;  // read from `from`, not yet written to `to`
+    std::size_t moved = 0;    // this step's bytes
+    std::unique_ptr<pipe_pair> pipe;                          // only while bytes are in it
+    std::unique_ptr<std::array<std::byte, copy_chunk>> buffer;  // the same, where splice is refused
+  };
+
+  class hold {
+   public:
+    explicit hold(relay_op* op) noexcept : op_(op) { ++op_->holds_; }
+    hold(hold&& other) noexcept : op_(std::exchange(other.op_, nullptr)), ran_(other.ran_) {}
+    hold& operator=(hold&&) = delete;
+    ~hold() {
+      if (op_) op_->release(ran_);
+    }
+    relay_op* ran() noexcept {
+      ran_ = true;
+      return op_;
+    }
+
+   private:
+    relay_op* op_;
+    bool ran_ = false;
+  };
+
+  void release(bool ran) {
+    if (--holds_ > 0) return;
+    if (!ran) {
+      delete this;  // torn down unrun: the awaiting coroutine goes with its handler
+      return;
+    }
+    auto handler = std::move(handler_);
+    const auto totals = totals_;
+    delete this;
+    std::move(handler)(totals);  // on the loop already: resume the awaiting coroutine here
   }
-}
+
+  void wait_readable(std::size_t i) {
+    ways_[i].from.async_wait(tcp::socket::wait_read, [h = hold(this), i](boost::system::error_code ec) mutable {
+      h.ran()->readable(i, ec);
+    });
+  }
+  void wait_writable(std::size_t i) {
+    ways_[i].to.async_wait(tcp::socket::wait_write, [h = hold(this), i](boost::system::error_code ec) mutable {
+      h.ran()->writable(i, ec);
+    });
+  }
+
+  // One timer for both ways, woken at most once per idle period, not once per read.
+  void watch() {
+    timer_.expires_at(deadline_);
+    timer_.async_wait([h = hold(this)](boost::system::error_code ec) mutable { h.ran()->woken(ec); });
+  }
+  void woken(boost::system::error_code ec) {
+    if (ec || over()) return;  // cancelled: the relay ended first
+    if (clock::now() < deadline_) return watch();
+    totals_.idle_timeout = true;
+    end_both();
+  }
+
+  void readable(std::size_t i, boost::system::error_code ec) {
+    way& w = ways_[i];
+    if (w.done) return;
+    if (ec) return failed(w);  // cancelled, or the socket went bad
+    if (w.use_splice && !w.pipe) w.pipe = pipes().take();
+    if (w.use_splice && w.pipe) {
+      const auto in = ::splice(w.from.native_handle(), nullptr, w.pipe->write, nullptr, chunk,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (in == 0) return eof(w);
+      if (in < 0) {
+        if (errno == EINVAL) {
+          w.use_splice = false;  // this socket pair cannot splice; nothing was moved yet
+          pipes().give_back(std::move(w.pipe));
+          return stepped(i);
+        }
+        if (would_block() || errno == EINTR) {
+          pipes().give_back(std::move(w.pipe));
+          return stepped(i);
+        }
+        return failed(w);
+      }
+      w.pending = w.moved = static_cast<std::size_t>(in);
+      return flush(i);
+    }
+    // Through a buffer: where splice is refused, or no pipe could be had.
+    w.buffer = std::make_unique<std::array<std::byte, copy_chunk>>();
+    const auto n = ::recv(w.from.native_handle(), w.buffer->data(), w.buffer->size(), MSG_DONTWAIT);
+    if (n == 0) return eof(w);
+    if (n < 0) {
+      w.buffer.reset();
+      if (would_block() || errno == EINTR) return stepped(i);
+      return failed(w);
+    }
+    w.pending = w.moved = static_cast<std::size_t>(n);
+    flush(i);
+  }
+
+  void writable(std::size_t i, boost::system::error_code ec) {
+    way& w = ways_[i];
+    if (w.done) return;
+    if (ec) return failed(w);
+    flush(i);
+  }
+
+  // Writes what this step read, waiting for `to` as often as it needs.
+  void flush(std::size_t i) {
+    way& w = ways_[i];
+    while (w.pending > 0) {
+      const auto offset = w.moved - w.pending;
+      const auto out = w.pipe ? ::splice(w.pipe->read, nullptr, w.to.native_handle(), nullptr, w.pending,
+                                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+                              : ::send(w.to.native_handle(), w.buffer->data() + offset, w.pending,
+                                       MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (out > 0) {
+        w.pending -= static_cast<std::size_t>(out);
+        continue;
+      }
+      if (out < 0 && errno == EINTR) continue;
+      if (out < 0 && !would_block()) return failed(w);
+      return wait_writable(i);
+    }
+    if (w.pipe) pipes().give_back(std::move(w.pipe));  // empty: every byte that went in came out
+    w.buffer.reset();
+    stepped(i);
+  }
+
+  // A step is done (maybe with nothing moved): count, push the deadline, ask the meter.
+  void stepped(std::size_t i) {
+    way& w = ways_[i];
+    const auto moved = std::exchange(w.moved, 0);
+    (w.up ? totals_.up : totals_.down) += moved;
+    deadline_ = clock::now() + idle_limit_;
+    if (moved && meter_ && !meter_->moved(w.up, moved)) {
+      totals_.cut = true;
+      return failed(w);
+    }
+    wait_readable(i);
+  }
+
+  void eof(way& w) {
+    boost::system::error_code ignored;
+    w.to.shutdown(tcp::socket::shutdown_send, ignored);  // pass the half-close on
+    finish(w);
+  }
+  // A reset, a failure or a cut: the other direction has nothing left to say either (its
+  // wait wakes to the shutdown and ends it).
+  void failed(way& w) {
+    reset_both(w.from, w.to);
+    finish(w);
+  }
+  void finish(way& w) {
+    w.done = true;
+    w.pipe.reset();  // may hold bytes that will never be written: closed, not pooled
+    w.buffer.reset();
+    if (over()) timer_.cancel();
+  }
+  bool over() const noexcept { return ways_[0].done && ways_[1].done; }
+
+  // The idle watchdog ends both ways at once.
+  void end_both() {
+    for (auto& w : ways_) {
+      w.done = true;
+      w.pipe.reset();
+      w.buffer.reset();
+    }
+    reset_both(ways_[0].from, ways_[1].from);
+    boost::system::error_code ignored;
+    ways_[0].from.cancel(ignored);
+    ways_[1].from.cancel(ignored);
+  }
+
+  Handler handler_;
+  asio::steady_timer timer_;
+  clock::time_point deadline_{};
+  clock::duration idle_limit_;
+  relay_meter* meter_;
+  relay_totals totals_{};
+  int holds_ = 0;
+  std::array<way, 2> ways_;  // [0] client -> upstream, [1] upstream -> client
+};
 
 }  // namespace
 
 asio::awaitable<relay_totals> relay(tcp::socket& client, tcp::socket& upstream, clock::duration idle_limit,
                                     relay_meter* meter) {
-  using namespace asio::experimental::awaitable_operators;
-  relay_totals totals;
-  boost::system::error_code ec;
-  // splice and the direct reads need sockets that never block the loop.
-  client.native_non_blocking(true, ec);
-  if (!ec) upstream.native_non_blocking(true, ec);
-  if (ec) {
-    reset_both(client, upstream);
-    co_return totals;
-  }
-  auto deadline = clock::now() + idle_limit;
-  auto outcome = co_await ((pump({client, upstream, totals.up, true}, deadline, idle_limit, meter, totals.cut) &&
-                            pump({upstream, client, totals.down, false}, deadline, idle_limit, meter, totals.cut)) ||
-                           watchdog(deadline));
-  totals.idle_timeout = outcome.index() == 1;
-  co_return totals;
+  return asio::async_initiate<decltype(asio::use_awaitable), void(relay_totals)>(
+      [&client, &upstream, idle_limit, meter](auto handler) {
+        auto* op = new relay_op<decltype(handler)>(std::move(handler), client, upstream, idle_limit, meter);
+        op->start();
+      },
+      asio::use_awaitable);
 }
 
 }  // namespace airlock::proxy

@@ -27,25 +27,26 @@ using steps::refuse;
 using steps::refuse_over_limit;
 using steps::text;
 
-}  // namespace
-
-asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) {
+// Steps 1 to 7 of handle_connection: everything up to the relay. True when the connection
+// is allowed, `upstream` connected, the client's first bytes sent on (`sent_up`) and the
+// line handed to `line`; false when it was refused or served to its end here.
+asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstream, proxy_context& ctx,
+                                        limiter::ticket& ticket, steps::relayed_line& line, std::uint64_t& sent_up) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
-  auto ticket = ctx.limits.accept();
   emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
 
   boost::system::error_code ec;
   const auto peer = client.remote_endpoint(ec);
-  if (ec) co_return;  // gone before we looked: nothing reached anyone
+  if (ec) co_return false;  // gone before we looked: nothing reached anyone
   rec.client = text(peer);
   steps::no_delay(client);
   if (const auto over = ticket.refused(); !over.empty()) {
     co_await refuse_over_limit(client, sniffed::kind::unknown, guard, over);
-    co_return;
+    co_return false;
   }
 
   // 1. Where the client meant to go. Without it there is no port to judge.
@@ -65,7 +66,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
       rec.policy = s->policy->name();
     }
     co_await refuse(client, sniffed::kind::unknown, guard);
-    co_return;
+    co_return false;
   }
   rec.dst = text(*dst);
   const std::uint16_t port = dst->port();
@@ -76,13 +77,13 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   if (!session) {
     rec.reason = reason::no_session;
     co_await refuse(client, sniffed::kind::unknown, guard);
-    co_return;
+    co_return false;
   }
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
   if (const auto over = ticket.admit(rec.session); !over.empty()) {
     co_await refuse_over_limit(client, sniffed::kind::unknown, guard, over);
-    co_return;
+    co_return false;
   }
   steps::start_probe(ctx, guard, peer, *dst, client.get_executor());
 
@@ -158,7 +159,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
   rec.rule = std::string(d.rule);
   if (d.verdict == verdict::deny) {
     co_await refuse(client, first.type, guard);
-    co_return;
+    co_return false;
   }
 
   // 5. Where to connect: airlock's own resolution of the name, never the client's choice.
@@ -167,7 +168,7 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
     if (targets.empty()) {
       co_await refuse(client, first.type, guard);
-      co_return;
+      co_return false;
     }
     if (std::find(targets.begin(), targets.end(), dst->address()) == targets.end() && rec.verdict == verdict::allow)
       rec.reason = reason::dst_mismatch;  // SNI/Host spoofing reaches only the real host
@@ -183,31 +184,48 @@ asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) 
     const served_target target{*session->policy, *name, port, targets, agrees};
     if (first.type == sniffed::kind::tls && d.inspect) {
       co_await serve_inspected(client, first, target, guard, ctx, ticket);
-      co_return;
+      co_return false;
     }
     if (first.type == sniffed::kind::http && (d.inspect || session->policy->redirects_from(*name))) {
       co_await serve_plain_http(client, first, target, guard, ctx, ticket);
-      co_return;
+      co_return false;
     }
   }
 
-  // 7. Connect and relay; the client's first bytes go first.
-  tcp::socket upstream(client.get_executor());
+  // 7. Connect; the client's first bytes go first.
   if (!co_await connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
     rec.reason = reason::upstream_unreachable;
     co_await refuse(client, sniffed::kind::unknown, guard);
-    co_return;
+    co_return false;
   }
   rec.upstream = text(upstream.remote_endpoint(ec));
   auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(first.bytes), nothrow);
-  std::uint64_t first_bytes = wn;
-  first.bytes = {};  // nothing held once data moves
   if (wec) {
-    rec.bytes_up = first_bytes;
+    rec.bytes_up = wn;
     rec.bytes_down = 0;
-    co_return;
+    co_return false;
   }
-  co_await steps::relay_to_end(client, upstream, ctx, ticket, first_bytes, rec);
+  sent_up = wn;
+  line.take(guard);
+  co_return true;
+}
+
+}  // namespace
+
+// A connection's life: judged and connected by judge_and_connect, then relayed here. The
+// split is for memory: GCC keeps every local of a coroutine in its frame until the
+// coroutine ends, and judging needs the sniffed bytes, the policy snapshot, the decision,
+// the resolution and the full record (a 2.4 KiB frame); an idle relayed connection keeps
+// only this frame (the sockets, the ticket, the packed line) and the relay's own state.
+asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) {
+  auto ticket = ctx.limits.accept();
+  steps::relayed_line line(ctx.log);
+  tcp::socket upstream(client.get_executor());
+  std::uint64_t sent_up = 0;
+  if (!co_await judge_and_connect(client, upstream, ctx, ticket, line, sent_up)) co_return;
+  // 8. Relay both ways until both are done, the connection idles out or a budget cuts it.
+  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
+  line.relayed(totals, sent_up, ticket);
 }
 
 }  // namespace airlock::proxy

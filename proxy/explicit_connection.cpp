@@ -61,13 +61,14 @@ asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, cons
   co_await serve_inspected(client, hello, t, guard, ctx, ticket);
 }
 
-}  // namespace
-
-asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_context& ctx) {
+// Everything up to the relay (see handle_connection for why the split): true when a
+// tunnel or a forwarded request is allowed, `upstream` connected, what the client sent so
+// far written on (`sent_up`) and the line handed to `line`.
+asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstream, proxy_context& ctx,
+                                        limiter::ticket& ticket, steps::relayed_line& line, std::uint64_t& sent_up) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
-  auto ticket = ctx.limits.accept();
   steps::emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
@@ -76,12 +77,12 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
 
   boost::system::error_code ec;
   const auto peer = client.remote_endpoint(ec);
-  if (ec) co_return;
+  if (ec) co_return false;
   rec.client = steps::text(peer);
   steps::no_delay(client);
   if (const auto over = ticket.refused(); !over.empty()) {
     co_await steps::refuse_over_limit(client, channel, guard, over);
-    co_return;
+    co_return false;
   }
 
   // 1. Whose traffic this is: by where it comes from, never by what it says (a
@@ -91,13 +92,13 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   if (!session) {
     rec.reason = reason::no_session;
     co_await steps::refuse(client, channel, guard);
-    co_return;
+    co_return false;
   }
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
   if (const auto over = ticket.admit(rec.session); !over.empty()) {
     co_await steps::refuse_over_limit(client, channel, guard, over);
-    co_return;
+    co_return false;
   }
   if (const auto here = client.local_endpoint(ec); !ec) steps::start_probe(ctx, guard, peer, here, client.get_executor());
 
@@ -112,7 +113,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
     rec.reason = first.failure.value_or(reason::parse_error);
     if (!first.failure) rec.notes.push_back("not_a_proxy_request");
     co_await steps::refuse(client, channel, guard);
-    co_return;
+    co_return false;
   }
   const std::uint16_t port = first.port.value_or(80);
   rec.dst = first.name + ":" + std::to_string(port);
@@ -141,7 +142,7 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   rec.rule = std::string(d.rule);
   if (d.verdict == verdict::deny) {
     co_await steps::refuse(client, channel, guard);
-    co_return;
+    co_return false;
   }
 
   // 4. Connect to airlock's own resolution of the name.
@@ -150,13 +151,13 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
     targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
     if (targets.empty()) {
       co_await steps::refuse(client, channel, guard);
-      co_return;
+      co_return false;
     }
   }
   if (tunnel && name && d.verdict == verdict::allow && d.inspect) {
     const served_target target{*session->policy, *name, port, targets, true};  // named: see connection.cpp
     co_await inspect_tunnel(client, first, target, guard, ctx, ticket);
-    co_return;
+    co_return false;
   }
   if (!tunnel && name && d.verdict == verdict::allow && d.inspect) {
     // The one request this connection forwards is judged like an inspected one.
@@ -170,14 +171,13 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
       rec.reason = rd.reason;
       rec.rule = std::string(rd.rule);
       co_await steps::refuse(client, channel, guard);
-      co_return;
+      co_return false;
     }
   }
-  tcp::socket upstream(client.get_executor());
   if (!co_await steps::connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
     rec.reason = reason::upstream_unreachable;
     co_await steps::refuse(client, channel, guard);
-    co_return;
+    co_return false;
   }
   rec.upstream = steps::text(upstream.remote_endpoint(ec));
 
@@ -190,20 +190,33 @@ asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_conte
   if (tunnel) {
     static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
     auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow);
-    if (wec) co_return;
+    if (wec) co_return false;
   } else {
     const auto forwarded = http_head::forward_head(head);
     auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(forwarded), nothrow);
     up += wn;
-    if (wec) co_return;
+    if (wec) co_return false;
   }
   if (!rest.empty()) {
     auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(rest.data(), rest.size()), nothrow);
     up += wn;
-    if (wec) co_return;
+    if (wec) co_return false;
   }
-  first.bytes = {};  // nothing held once data moves
-  co_await steps::relay_to_end(client, upstream, ctx, ticket, up, rec);
+  sent_up = up;
+  line.take(guard);
+  co_return true;
+}
+
+}  // namespace
+
+asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_context& ctx) {
+  auto ticket = ctx.limits.accept();
+  steps::relayed_line line(ctx.log);
+  tcp::socket upstream(client.get_executor());
+  std::uint64_t sent_up = 0;
+  if (!co_await judge_and_connect(client, upstream, ctx, ticket, line, sent_up)) co_return;
+  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
+  line.relayed(totals, sent_up, ticket);
 }
 
 }  // namespace airlock::proxy

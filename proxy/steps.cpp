@@ -8,8 +8,12 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
 
 #include <sys/socket.h>
 
@@ -34,6 +38,7 @@ bool peer_gone(tcp::socket& s) noexcept {
 }
 
 emit_once::~emit_once() {
+  if (!armed) return;
   record.duration_ms = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
   attribution::emit_line(sink, record, probe);
@@ -116,13 +121,154 @@ asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ct
   co_return targets;
 }
 
-asio::awaitable<void> relay_to_end(tcp::socket& client, tcp::socket& upstream, proxy_context& ctx,
-                                   limiter::ticket& ticket, std::uint64_t sent_up, core::decision_record& rec) {
-  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
-  rec.bytes_up = sent_up + totals.up;
-  rec.bytes_down = totals.down;
-  if (totals.idle_timeout) rec.notes.push_back("idle_timeout");
-  if (totals.cut) cut_by_budget(rec, ticket.spent());
+namespace {
+
+// Every field of a decision record, in one list for both directions, so that packing and
+// unpacking cannot drift apart. A field added to decision_record must be added here; the
+// debug build checks each packed line against its original (relayed_line::take).
+template <typename Archive, typename Record>
+void each_field(Archive& a, Record& r) {
+  a(r.ts), a(r.event), a(r.session), a(r.labels), a(r.tool_call), a(r.client), a(r.name), a(r.dst);
+  a(r.upstream), a(r.proto), a(r.verdict), a(r.reason), a(r.rule), a(r.conn), a(r.policy), a(r.policy_version);
+  a(r.qtype), a(r.rcode), a(r.answers), a(r.method), a(r.path), a(r.status), a(r.bytes_up), a(r.bytes_down);
+  a(r.duration_ms), a(r.process_json), a(r.notes), a(r.action), a(r.mode), a(r.sources), a(r.dns_queries);
+  a(r.connections_allowed), a(r.connections_denied);
+}
+
+using system_time = std::chrono::system_clock::time_point;
+
+// Numbers as LEB128 (most are 0 or small), strings as a length and the bytes.
+struct packer {
+  std::string& out;
+  void number(std::uint64_t v) {
+    for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    out.push_back(static_cast<char>(v));
+  }
+  void operator()(const std::string& s) {
+    number(s.size());
+    out.append(s);
+  }
+  void operator()(std::uint64_t v) { number(v); }
+  void operator()(unsigned v) { number(v); }
+  void operator()(system_time t) { number(static_cast<std::uint64_t>(t.time_since_epoch().count())); }
+  template <typename E>
+    requires std::is_enum_v<E>
+  void operator()(E e) {
+    number(static_cast<std::uint64_t>(e));
+  }
+  template <typename T>
+  void operator()(const std::optional<T>& o) {
+    number(o.has_value());
+    if (o) (*this)(*o);
+  }
+  template <typename T>
+  void operator()(const std::vector<T>& v) {
+    number(v.size());
+    for (const auto& x : v) (*this)(x);
+  }
+  template <typename A, typename B>
+  void operator()(const std::pair<A, B>& p) {
+    (*this)(p.first);
+    (*this)(p.second);
+  }
+};
+
+struct unpacker {
+  std::string_view in;
+  std::uint64_t number() {
+    std::uint64_t v = 0;
+    for (unsigned shift = 0; !in.empty() && shift < 64; shift += 7) {
+      const auto b = static_cast<unsigned char>(in.front());
+      in.remove_prefix(1);
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) break;
+    }
+    return v;
+  }
+  void operator()(std::string& s) {
+    const auto n = std::min<std::uint64_t>(number(), in.size());
+    s.assign(in.substr(0, n));
+    in.remove_prefix(n);
+  }
+  void operator()(std::uint64_t& v) { v = number(); }
+  void operator()(unsigned& v) { v = static_cast<unsigned>(number()); }
+  void operator()(system_time& t) { t = system_time(system_time::duration(static_cast<system_time::rep>(number()))); }
+  template <typename E>
+    requires std::is_enum_v<E>
+  void operator()(E& e) {
+    e = static_cast<E>(number());
+  }
+  template <typename T>
+  void operator()(std::optional<T>& o) {
+    o.reset();
+    if (number() != 0) (*this)(o.emplace());
+  }
+  template <typename T>
+  void operator()(std::vector<T>& v) {
+    v.clear();
+    for (auto n = number(); n > 0 && !in.empty(); --n) (*this)(v.emplace_back());
+  }
+  template <typename A, typename B>
+  void operator()(std::pair<A, B>& p) {
+    (*this)(p.first);
+    (*this)(p.second);
+  }
+};
+
+}  // namespace
+
+std::string pack(const core::decision_record& r) {
+  // Built in a reused buffer, then copied once at its exact size: the copy is what a
+  // relayed connection holds.
+  thread_local std::string scratch;
+  scratch.clear();
+  packer p{scratch};
+  each_field(p, r);
+  return std::string(scratch);
+}
+
+core::decision_record unpack(std::string_view packed) {
+  core::decision_record r;
+  unpacker u{packed};
+  each_field(u, r);
+  return r;
+}
+
+void relayed_line::take(emit_once& line) {
+  packed_ = pack(line.record);
+#ifndef NDEBUG
+  if (core::render_json_line(unpack(packed_)) != core::render_json_line(line.record)) {
+    std::fprintf(stderr, "airlock: a decision record field is not packed (proxy/steps.cpp each_field)\n");
+    std::abort();
+  }
+#endif
+  started_ = line.started;
+  probe_ = std::move(line.probe);
+  line.armed = false;
+}
+
+void relayed_line::relayed(const relay_totals& totals, std::uint64_t sent_up, const limiter::ticket& ticket) noexcept {
+  totals_ = totals;
+  totals_->up += sent_up;
+  spent_ = ticket.spent();
+}
+
+relayed_line::~relayed_line() {
+  if (packed_.empty()) return;
+  try {
+    auto rec = unpack(packed_);
+    if (totals_) {
+      rec.bytes_up = totals_->up;
+      rec.bytes_down = totals_->down;
+      if (totals_->idle_timeout) rec.notes.push_back("idle_timeout");
+      if (totals_->cut) cut_by_budget(rec, spent_);
+    }
+    rec.duration_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count());
+    attribution::emit_line(sink_, rec, probe_);
+  } catch (...) {
+    std::fprintf(stderr, "airlock: a decision line was lost (out of memory)\n");
+  }
 }
 
 asio::awaitable<bool> connect_any(tcp::socket& upstream, const std::vector<asio::ip::address>& addresses,

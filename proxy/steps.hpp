@@ -7,6 +7,7 @@
 #include "policy/domain_name.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connection.hpp"
+#include "proxy/relay.hpp"
 #include "proxy/sniff.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace airlock::proxy::steps {
@@ -35,8 +37,41 @@ struct emit_once {
   core::decision_record& record;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   attribution::probe probe{};
+  bool armed = true;  // false once a relayed_line has taken the line over
   ~emit_once();
 };
+
+// The line of a connection that only relays now. GCC keeps every local of a coroutine in
+// its frame for the coroutine's whole life, so the handlers judge a connection in one
+// coroutine (with its record, its sniffed bytes, its decision...) and relay it in the
+// caller, which holds only the two sockets, the ticket and this: the record packed into
+// one string (about 200 bytes for a typical line, against a 776-byte record and its
+// strings), the start time and the process lookup. Emitted, unpacked, with the relay's
+// outcome, on every way out, like emit_once.
+class relayed_line {
+ public:
+  explicit relayed_line(core::decision_sink& sink) noexcept : sink_(sink) {}
+  relayed_line(const relayed_line&) = delete;
+  relayed_line& operator=(const relayed_line&) = delete;
+  ~relayed_line();
+
+  // Packs `line`'s record and takes over its duty to emit it.
+  void take(emit_once& line);
+  // What the relay did: bytes (those sent before it included), an idle timeout, a cut.
+  void relayed(const relay_totals& totals, std::uint64_t sent_up, const limiter::ticket& ticket) noexcept;
+
+ private:
+  core::decision_sink& sink_;
+  std::string packed_;  // empty: nothing taken, nothing to emit
+  std::chrono::steady_clock::time_point started_{};
+  attribution::probe probe_{};
+  std::optional<relay_totals> totals_;
+  std::string_view spent_;  // the budget a cut connection spent
+};
+
+// A decision record as one string and back (exposed for tests).
+std::string pack(const core::decision_record& r);
+core::decision_record unpack(std::string_view packed);
 
 // Starts looking up the sandbox process behind this connection, when its session was
 // started by airlock (it has a network namespace to look in).
@@ -65,12 +100,6 @@ boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(pro
                                                                              const policy::domain_name& name,
                                                                              std::uint16_t port,
                                                                              core::decision_record& rec);
-
-// Relays an allowed connection to its end (the bytes already sent upstream counted in
-// `sent_up`) and writes the totals, and why it ended when it was cut, into the line.
-boost::asio::awaitable<void> relay_to_end(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
-                                          proxy_context& ctx, limiter::ticket& ticket, std::uint64_t sent_up,
-                                          core::decision_record& rec);
 
 // Connects to the first address that answers, within one overall deadline.
 boost::asio::awaitable<bool> connect_any(boost::asio::ip::tcp::socket& upstream,

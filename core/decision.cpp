@@ -242,6 +242,45 @@ std::string_view to_string(event_kind e) noexcept {
   return "connect";
 }
 
+// A field added to decision_record must be reset below too: this fails until it is.
+static_assert(sizeof(void*) != 8 || sizeof(decision_record) == 776, "decision_record changed: update reset_for_reuse");
+
+void reset_for_reuse(decision_record& r) {
+  r.ts = std::chrono::system_clock::now();
+  r.event = event_kind::connect;
+  r.session.clear();
+  r.labels.clear();
+  r.tool_call.clear();
+  r.client.clear();
+  r.name.clear();
+  r.dst.clear();
+  r.upstream.clear();
+  r.proto.clear();
+  r.verdict = policy::verdict::deny;
+  r.reason = policy::reason::internal_error;
+  r.rule = "default";
+  r.conn = 0;
+  r.policy.clear();
+  r.policy_version.clear();
+  r.qtype.clear();
+  r.rcode.clear();
+  r.answers.clear();
+  r.method.clear();
+  r.path.clear();
+  r.status.reset();
+  r.bytes_up.reset();
+  r.bytes_down.reset();
+  r.duration_ms.reset();
+  r.process_json.clear();
+  r.notes.clear();
+  r.action.clear();
+  r.mode.clear();
+  r.sources.clear();
+  r.dns_queries.reset();
+  r.connections_allowed.reset();
+  r.connections_denied.reset();
+}
+
 std::string render_json_line(const decision_record& r) {
   std::string text;
   append_json_line(text, r);

@@ -61,6 +61,10 @@ struct decision_record {
   std::optional<std::uint64_t> connections_denied;
 };
 
+// `r` as a default-constructed record (stamped now), keeping the memory its strings and
+// lists hold: for a caller that fills one record after another.
+void reset_for_reuse(decision_record& r);
+
 // The record as one JSON object and a newline. Every contract field is present (null
 // when it does not apply) so readers never guess; bytes outside printable ASCII are
 // escaped, so a hostile SNI cannot break the line or the encoding.

@@ -1,6 +1,7 @@
 #include "dns/answer_cache.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 namespace airlock::dns {
@@ -25,15 +26,17 @@ void age(std::vector<wire::record>& records, std::uint32_t seconds) {
 
 }  // namespace
 
-std::string answer_cache::key(std::string_view name, std::uint16_t qtype) {
-  std::string k(name);
-  k += '/';
-  k += std::to_string(qtype);
-  return k;
+void answer_cache::key(std::string& out, std::string_view name, std::uint16_t qtype) {
+  char digits[5];
+  const auto end = std::to_chars(digits, digits + sizeof digits, qtype).ptr;
+  out.assign(name);
+  out += '/';
+  out.append(digits, end);
 }
 
 std::optional<wire::message> answer_cache::find(std::string_view name, std::uint16_t qtype, clock::time_point now) {
-  auto it = entries_.find(key(name, qtype));
+  key(lookup_key_, name, qtype);
+  auto it = entries_.find(lookup_key_);
   if (it == entries_.end()) return std::nullopt;
   auto e = it->second;
   if (e->expires <= now) {
@@ -63,7 +66,8 @@ void answer_cache::store(std::string_view name, std::uint16_t qtype, const wire:
   }
   if (!ttl || *ttl == 0) return;  // SERVFAIL, REFUSED, no SOA, or asked not to be kept
 
-  auto k = key(name, qtype);
+  std::string k;
+  key(k, name, qtype);
   if (auto it = entries_.find(k); it != entries_.end()) {
     lru_.erase(it->second);
     entries_.erase(it);

@@ -41,11 +41,12 @@ class answer_cache {
     clock::time_point stored;
     clock::time_point expires;
   };
-  static std::string key(std::string_view name, std::uint16_t qtype);
+  static void key(std::string& out, std::string_view name, std::uint16_t qtype);
 
   limits limits_;
   std::list<entry> lru_;  // most recently used first
   std::unordered_map<std::string, std::list<entry>::iterator> entries_;
+  std::string lookup_key_;  // find()'s key, built in place: no allocation per lookup
 };
 
 }  // namespace airlock::dns

@@ -67,14 +67,23 @@ std::string address_text(const boost::asio::ip::address& a) {
   return std::string(buf, p);
 }
 
-// The client as policy::endpoint_config::to_string has it: "a.b.c.d:port", "[v6]:port".
-std::string endpoint_text(const boost::asio::ip::address& a, std::uint16_t port) {
-  if (!a.is_v4()) return policy::endpoint_config{a, port}.to_string();
-  std::string out = address_text(a);
-  char buf[6];
-  out += ':';
-  out.append(buf, std::to_chars(buf, buf + sizeof buf, port).ptr);
-  return out;
+// The client as policy::endpoint_config::to_string has it: "a.b.c.d:port", "[v6]:port",
+// written into `out` (a reused record's string keeps its memory).
+void endpoint_text(std::string& out, const boost::asio::ip::address& a, std::uint16_t port) {
+  if (!a.is_v4()) {
+    out = policy::endpoint_config{a, port}.to_string();
+    return;
+  }
+  const auto b = a.to_v4().to_bytes();
+  char buf[22];
+  char* p = buf;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (i) *p++ = '.';
+    p = std::to_chars(p, buf + sizeof buf, b[i]).ptr;
+  }
+  *p++ = ':';
+  p = std::to_chars(p, buf + sizeof buf, port).ptr;
+  out.assign(buf, p);
 }
 
 // A reply for a packet whose question did not parse: FORMERR when at least the header
@@ -97,12 +106,41 @@ struct started_query::judged {
   core::token_bucket::clock::time_point now;
 };
 
+namespace {
+
+// Records whose lines were emitted, kept for the next queries of this thread: a query's
+// strings and lists then reuse their memory instead of allocating it again.
+std::vector<std::unique_ptr<core::decision_record>>& spare_records() {
+  thread_local std::vector<std::unique_ptr<core::decision_record>> spare;
+  return spare;
+}
+
+std::unique_ptr<core::decision_record> take_record() {
+  auto& spare = spare_records();
+  if (spare.empty()) return std::make_unique<core::decision_record>();
+  auto r = std::move(spare.back());
+  spare.pop_back();
+  core::reset_for_reuse(*r);
+  return r;
+}
+
+void give_back(std::unique_ptr<core::decision_record> r) noexcept {
+  auto& spare = spare_records();
+  if (spare.size() >= 64) return;  // enough kept: this one is freed
+  try {
+    spare.push_back(std::move(r));
+  } catch (...) {  // out of memory: freed instead
+  }
+}
+
+}  // namespace
+
 started_query::started_query(query_context& ctx, const boost::asio::ip::address& client_address,
                              std::uint16_t client_port, bool over_udp)
-    : ctx_(&ctx), client_address_(client_address), client_port_(client_port), over_udp_(over_udp) {
-  rec_.event = core::event_kind::dns;
-  rec_.proto = "dns";
-  rec_.client = endpoint_text(client_address, client_port);
+    : ctx_(&ctx), client_address_(client_address), client_port_(client_port), over_udp_(over_udp), rec_(take_record()) {
+  rec_->event = core::event_kind::dns;
+  rec_->proto = "dns";
+  endpoint_text(rec_->client, client_address, client_port);
 }
 
 started_query::started_query(started_query&& other) noexcept
@@ -117,21 +155,23 @@ started_query::started_query(started_query&& other) noexcept
       judged_(std::move(other.judged_)) {}
 
 started_query::~started_query() {
+  if (!armed_) return;
   // One line per query on every way out; when a process lookup was started, the line
   // waits for it off the data path (the reply has left by then).
-  if (armed_) attribution::emit_line(ctx_->log, rec_, probe_);
+  attribution::emit_line(ctx_->log, *rec_, probe_);
+  give_back(std::move(rec_));
 }
 
 bool started_query::must_wait_for_process() const noexcept {
   // A denied name's reply waits for the process lookup (at most 100 ms): the asker is
   // still there to be named, and a denial is what most needs a name. Allowed answers
   // never wait; their lines are completed after the reply has left.
-  return probe_.active() && rec_.verdict != verdict::allow;
+  return probe_.active() && rec_->verdict != verdict::allow;
 }
 
 bool started_query::begin(std::span<const std::byte> packet, const boost::asio::any_io_executor& ex) {
   auto& ctx = *ctx_;
-  auto& rec = rec_;
+  auto& rec = *rec_;
   auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
 
@@ -166,7 +206,7 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
   auto registered = ctx.policies.registered();
   const auto session = snap->session_for(client_address_, registered.get());
   if (!session) return refuse(wire::rcode::refused, reason::no_session, ede_blocked);
-  rec.session = std::string(session->id);
+  rec.session.assign(session->id);
   rec.policy = session->policy->name();
 
   // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
@@ -210,7 +250,7 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
   if (redirect.what != policy::redirect_outcome::kind::none) rec.notes.push_back("redirect_from:" + redirect.from_host);
   rec.verdict = d.verdict;
   rec.reason = d.reason;
-  rec.rule = std::string(d.rule);
+  rec.rule.assign(d.rule);
   if (d.verdict == verdict::deny) {
     // Denied names never leave airlock: no upstream query, so nothing to exfiltrate through.
     return refuse(denied_rcode, d.reason, ede_blocked);
@@ -233,7 +273,7 @@ boost::asio::awaitable<std::optional<std::string>> started_query::finish() {
     judged_.reset();
   }
   if (must_wait_for_process()) {
-    rec_.process_json = co_await probe_.json(std::chrono::milliseconds(100));
+    rec_->process_json = co_await probe_.json(std::chrono::milliseconds(100));
     probe_ = {};
   }
   co_return std::move(reply_);
@@ -241,7 +281,7 @@ boost::asio::awaitable<std::optional<std::string>> started_query::finish() {
 
 std::optional<std::string> started_query::build_answer(judged& j, boost::system::result<resolved, resolve_error> resolved) {
   auto& ctx = *ctx_;
-  auto& rec = rec_;
+  auto& rec = *rec_;
   const wire::query& q = j.q;
   const auto& session = j.session;
   if (!resolved.has_value()) {

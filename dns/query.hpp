@@ -71,7 +71,7 @@ class started_query {
   // For a query begin() did not complete: resolves, filters, waits for what must be waited for.
   boost::asio::awaitable<std::optional<std::string>> finish();
 
-  const core::decision_record& record() const noexcept { return rec_; }
+  const core::decision_record& record() const noexcept { return *rec_; }
 
  private:
   struct judged;
@@ -83,7 +83,9 @@ class started_query {
   std::uint16_t client_port_;
   bool over_udp_;
   bool armed_ = true;  // false once moved from: only one of the two emits the line
-  core::decision_record rec_;
+  // From a per-thread pool of spare records (their strings keep their memory), back to it
+  // once the line is emitted.
+  std::unique_ptr<core::decision_record> rec_;
   attribution::probe probe_;
   std::optional<std::string> reply_;
   std::unique_ptr<judged> judged_;  // what finish() needs: only for a query that waits

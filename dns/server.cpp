@@ -49,20 +49,23 @@ class datagram_batch {
   static constexpr unsigned capacity = 16;
   static constexpr std::size_t room = 65536;  // any UDP payload: nothing is ever truncated
 
-  datagram_batch() : storage_(capacity * room) {}
+  datagram_batch() : storage_(capacity * room) {
+    for (unsigned i = 0; i < capacity; ++i) {
+      in_iov_[i] = {storage_.data() + i * room, room};
+      auto& h = in_[i].msg_hdr;
+      h.msg_name = &from_[i];
+      h.msg_iov = &in_iov_[i];
+      h.msg_iovlen = 1;
+    }
+  }
+  datagram_batch(const datagram_batch&) = delete;
+  datagram_batch& operator=(const datagram_batch&) = delete;
 
   // Reads what the socket holds, at most `capacity` datagrams; 0 when it holds none (or
   // reports an error, which concerns one client: the next read goes on).
   unsigned receive(int fd) noexcept {
-    for (unsigned i = 0; i < capacity; ++i) {
-      in_iov_[i] = {storage_.data() + i * room, room};
-      auto& h = in_[i].msg_hdr;
-      h = {};
-      h.msg_name = &from_[i];
-      h.msg_namelen = sizeof from_[i];
-      h.msg_iov = &in_iov_[i];
-      h.msg_iovlen = 1;
-    }
+    // The only input field recvmmsg overwrites.
+    for (auto& m : in_) m.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
     const int n = ::recvmmsg(fd, in_.data(), capacity, MSG_DONTWAIT, nullptr);
     return n > 0 ? static_cast<unsigned>(n) : 0;
   }

@@ -165,6 +165,38 @@ TEST_CASE("timestamps: UTC, microseconds, leap days and the end of the clock's r
   CHECK(ts_of(9223372036854775LL) == "2262-04-11T23:47:16.854775Z");  // system_clock's last microsecond
 }
 
+TEST_CASE("a record reset for reuse renders as a fresh one") {
+  core::decision_record used;
+  used.event = core::event_kind::http;
+  used.session = "sbx-1";
+  used.labels = {{"k", "v"}};
+  used.tool_call = "t";
+  used.client = "198.18.0.2:40000";
+  used.name = "a-long-name-for-a-heap-string.example";
+  used.dst = used.upstream = used.proto = "x";
+  used.verdict = policy::verdict::allow;
+  used.reason = policy::reason::host_allowed;
+  used.rule = "policy.yaml:12";
+  used.conn = 7;
+  used.policy = used.policy_version = used.qtype = used.rcode = "y";
+  used.answers = {"198.18.0.1"};
+  used.method = used.path = used.process_json = used.action = used.mode = "z";
+  used.status = 200;
+  used.bytes_up = used.bytes_down = used.duration_ms = 1;
+  used.notes = {"n"};
+  used.sources = {"198.18.0.0/15"};
+  used.dns_queries = used.connections_allowed = used.connections_denied = 2;
+  core::reset_for_reuse(used);
+  core::decision_record fresh;
+  fresh.ts = used.ts;
+  CHECK(core::render_json_line(used) == core::render_json_line(fresh));
+  used.event = fresh.event = core::event_kind::session;
+  CHECK(core::render_json_line(used) == core::render_json_line(fresh));
+  used.event = fresh.event = core::event_kind::dns;
+  CHECK(core::render_json_line(used) == core::render_json_line(fresh));
+  CHECK(used.name.capacity() > 15);  // its memory kept
+}
+
 TEST_CASE("every byte is escaped as it always was") {
   std::string all;
   for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
@@ -188,6 +220,16 @@ TEST_CASE("every byte is escaped as it always was") {
   CHECK(core::json_quote("") == "\"\"");
   CHECK(core::json_quote("plain.example") == "\"plain.example\"");
   CHECK(core::json_quote("ends with \x7f") == "\"ends with \\u007f\"");
+  // Each byte at each place of a long plain run (the scan reads eight bytes at a time).
+  for (int c = 0; c < 256; ++c) {
+    for (std::size_t at = 0; at < 19; ++at) {
+      std::string text(19, 'a');
+      text[at] = static_cast<char>(c);
+      std::string quoted = core::json_quote(std::string(1, static_cast<char>(c)));
+      quoted = quoted.substr(1, quoted.size() - 2);  // how the byte alone is escaped
+      CHECK(core::json_quote(text) == "\"" + std::string(at, 'a') + quoted + std::string(18 - at, 'a') + "\"");
+    }
+  }
 }
 
 TEST_CASE("numbers render in full") {

@@ -8,6 +8,7 @@
 #include <array>
 #include <cerrno>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -73,11 +74,127 @@ void reset_both(tcp::socket& a, tcp::socket& b) {
 
 bool would_block() noexcept { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
+// The idle watchdog of every relay on one event loop: an Asio service, so it lives and
+// dies with the loop (which runs on one thread: no locks). Relays are kept in lists by
+// idle limit, each list in deadline order (a step moves its relay to the back, and now +
+// limit is never earlier than a deadline already in that list), and one timer waits for
+// the earliest head. A relay costs two pointers and a deadline here, where a timer of its
+// own and the wait on it cost about 260 bytes per connection.
+class idle_watch final : public asio::execution_context::service {
+ private:
+  struct lane;
+
+ public:
+  // What a watched relay carries (its base class: the names say whose they are).
+  struct entry {
+    entry* idle_prev = nullptr;
+    entry* idle_next = nullptr;
+    lane* idle_lane = nullptr;  // null: not watched
+    clock::time_point idle_deadline{};
+    void (*on_idle)(entry&) = nullptr;  // its deadline passed; it is no longer watched
+  };
+
+  static inline asio::execution_context::id id;
+  explicit idle_watch(asio::execution_context& ctx) : service(ctx) {}
+
+  void watch(entry& e, clock::duration limit, const asio::any_io_executor& ex) {
+    if (!timer_) timer_.emplace(ex);
+    lane* l = nullptr;
+    for (auto& x : lanes_)
+      if (x->limit == limit) l = x.get();
+    if (!l) l = lanes_.emplace_back(std::make_unique<lane>(limit)).get();
+    e.idle_lane = l;
+    e.idle_deadline = clock::now() + limit;
+    push_back(*l, e);
+    arm();
+  }
+  // Something moved: the deadline is pushed back. Never re-arms the timer: the heads'
+  // deadlines only move later, and a timer that wakes early finds nothing due.
+  void touch(entry& e) {
+    if (!e.idle_lane) return;
+    lane& l = *e.idle_lane;
+    e.idle_deadline = clock::now() + l.limit;
+    if (l.tail == &e) return;
+    unlink(e);
+    e.idle_lane = &l;
+    push_back(l, e);
+  }
+  void forget(entry& e) noexcept {
+    if (!e.idle_lane) return;
+    unlink(e);
+    // The last relay gone: no timer wait keeps the loop's run() from returning.
+    for (auto& l : lanes_)
+      if (l->head) return;
+    if (waiting_ && timer_) timer_->cancel();
+    waiting_ = false;
+  }
+
+ private:
+  struct lane {
+    explicit lane(clock::duration l) : limit(l) {}
+    clock::duration limit;
+    entry* head = nullptr;
+    entry* tail = nullptr;
+  };
+
+  static void push_back(lane& l, entry& e) noexcept {
+    e.idle_prev = l.tail;
+    e.idle_next = nullptr;
+    (l.tail ? l.tail->idle_next : l.head) = &e;
+    l.tail = &e;
+  }
+  static void unlink(entry& e) noexcept {
+    lane& l = *e.idle_lane;
+    (e.idle_prev ? e.idle_prev->idle_next : l.head) = e.idle_next;
+    (e.idle_next ? e.idle_next->idle_prev : l.tail) = e.idle_prev;
+    e.idle_prev = e.idle_next = nullptr;
+    e.idle_lane = nullptr;
+  }
+
+  // The timer waits for the earliest head, if it is not already waiting for earlier.
+  void arm() {
+    std::optional<clock::time_point> earliest;
+    for (auto& l : lanes_)
+      if (l->head && (!earliest || l->head->idle_deadline < *earliest)) earliest = l->head->idle_deadline;
+    if (!earliest || !timer_ || (waiting_ && timer_->expiry() <= *earliest)) return;
+    timer_->expires_at(*earliest);  // a pending wait completes as aborted, and is replaced
+    waiting_ = true;
+    timer_->async_wait([this](boost::system::error_code ec) {
+      if (ec != asio::error::operation_aborted) fire();
+    });
+  }
+  void fire() {
+    waiting_ = false;
+    const auto now = clock::now();
+    for (auto& l : lanes_) {
+      while (l->head && l->head->idle_deadline <= now) {
+        entry& e = *l->head;
+        unlink(e);
+        e.on_idle(e);
+      }
+    }
+    arm();
+  }
+
+  // The loop is being torn down: nothing is watched any more, and the timer goes while
+  // the services it needs are still there.
+  void shutdown() override {
+    for (auto& l : lanes_)
+      while (l->head) unlink(*l->head);
+    lanes_.clear();
+    timer_.reset();
+  }
+
+  std::vector<std::unique_ptr<lane>> lanes_;  // one per idle limit in use: few
+  std::optional<asio::steady_timer> timer_;
+  bool waiting_ = false;
+};
+
 // One relayed connection. Plain completion handlers drive it, not coroutines: an idle
-// connection is then this object and three pending waits (either socket readable, the
-// idle timer), where a coroutine per direction and a watchdog joined with && and || cost
-// three coroutine frames, four co_spawned threads and two parallel groups (bench/README.md,
-// "idle": this is most of what an idle connection weighed).
+// connection is then this object, two pending waits (either socket readable) and its
+// place in the loop's idle_watch, where a coroutine per direction and a watchdog joined
+// with && and || cost three coroutine frames, four co_spawned threads and two parallel
+// groups (proxy/README.md, "Memory per idle connection").
 //
 // Each direction repeats: wait until `from` is readable; move what is there (socket ->
 // pipe -> socket with splice, or through a buffer where splice is refused), waiting for
@@ -90,15 +207,19 @@ bool would_block() noexcept { return errno == EAGAIN || errno == EWOULDBLOCK; }
 // loop is torn down with the wait pending), the object is freed with the awaiting
 // coroutine's handler, so that coroutine unwinds (and logs its line) like any other.
 template <typename Handler>
-class relay_op {
+class relay_op : private idle_watch::entry {
  public:
   relay_op(Handler handler, tcp::socket& client, tcp::socket& upstream, clock::duration idle_limit,
            relay_meter* meter)
       : handler_(std::move(handler)),
-        timer_(client.get_executor()),
+        watch_(asio::use_service<idle_watch>(asio::query(client.get_executor(), asio::execution::context))),
         idle_limit_(idle_limit),
         meter_(meter),
         ways_{way{client, upstream, true}, way{upstream, client, false}} {}
+
+  relay_op(const relay_op&) = delete;
+  relay_op& operator=(const relay_op&) = delete;
+  ~relay_op() { watch_.forget(*this); }
 
   void start() {
     boost::system::error_code ec;
@@ -108,11 +229,11 @@ class relay_op {
     if (ec) {
       reset_both(ways_[0].from, ways_[1].from);
       ways_[0].done = ways_[1].done = true;
-      asio::post(timer_.get_executor(), [h = hold(this)]() mutable { h.ran(); });  // completes once posted
+      asio::post(ways_[0].from.get_executor(), [h = hold(this)]() mutable { h.ran(); });  // completes once posted
       return;
     }
-    deadline_ = clock::now() + idle_limit_;
-    watch();
+    on_idle = [](idle_watch::entry& e) { static_cast<relay_op&>(e).timed_out(); };
+    watch_.watch(*this, idle_limit_, ways_[0].from.get_executor());
     wait_readable(0);
     wait_readable(1);
   }
@@ -172,14 +293,9 @@ class relay_op {
     });
   }
 
-  // One timer for both ways, woken at most once per idle period, not once per read.
-  void watch() {
-    timer_.expires_at(deadline_);
-    timer_.async_wait([h = hold(this)](boost::system::error_code ec) mutable { h.ran()->woken(ec); });
-  }
-  void woken(boost::system::error_code ec) {
-    if (ec || over()) return;  // cancelled: the relay ended first
-    if (clock::now() < deadline_) return watch();
+  // Nothing moved either way for the idle limit (idle_watch calls this once).
+  void timed_out() {
+    if (over()) return;
     totals_.idle_timeout = true;
     end_both();
   }
@@ -255,7 +371,7 @@ class relay_op {
     way& w = ways_[i];
     const auto moved = std::exchange(w.moved, 0);
     (w.up ? totals_.up : totals_.down) += moved;
-    deadline_ = clock::now() + idle_limit_;
+    watch_.touch(*this);
     if (moved && meter_ && !meter_->moved(w.up, moved)) {
       totals_.cut = true;
       return failed(w);
@@ -278,7 +394,7 @@ class relay_op {
     w.done = true;
     w.pipe.reset();  // may hold bytes that will never be written: closed, not pooled
     w.buffer.reset();
-    if (over()) timer_.cancel();
+    if (over()) watch_.forget(*this);
   }
   bool over() const noexcept { return ways_[0].done && ways_[1].done; }
 
@@ -296,8 +412,7 @@ class relay_op {
   }
 
   Handler handler_;
-  asio::steady_timer timer_;
-  clock::time_point deadline_{};
+  idle_watch& watch_;
   clock::duration idle_limit_;
   relay_meter* meter_;
   relay_totals totals_{};

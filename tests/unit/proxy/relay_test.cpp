@@ -119,7 +119,9 @@ TEST_CASE("relay: both ways, a half-close passed on, byte counts") {
     co_await asio::async_write(ws.upstream, asio::buffer(answer), nothrow);
     ws.upstream.shutdown(tcp::socket::shutdown_send);
   }(w, at_upstream));
+  const auto started = std::chrono::steady_clock::now();
   w.io.run_for(10s);
+  CHECK(std::chrono::steady_clock::now() - started < 5s);  // over when the relay is: nothing left waiting
   REQUIRE(out.totals.has_value());
   CHECK(at_upstream.size() == 300000);
   CHECK(at_client == "answer");
@@ -150,6 +152,29 @@ TEST_CASE("relay: an idle connection ends at the idle limit, traffic pushes it b
   CHECK(at_upstream == "xxxxx");  // and the upstream saw the end
   CHECK(out.took >= 750ms + 300ms);
   CHECK(out.took < 3s);
+}
+
+TEST_CASE("relay: relays with different idle limits on one loop each end at their own") {
+  wiring a;  // and a second pair of pairs on the same loop
+  tcp::socket b_client(a.io), b_relay_client(a.io), b_relay_upstream(a.io), b_upstream(a.io);
+  std::tie(b_client, b_relay_client) = socket_pair(a.io);
+  std::tie(b_relay_upstream, b_upstream) = socket_pair(a.io);
+  outcome slow, fast;
+  spawn(a.io, run_relay(a, slow, 900ms));
+  spawn(a.io, [](tcp::socket& c, tcp::socket& u, outcome& out) -> asio::awaitable<void> {
+    const auto started = std::chrono::steady_clock::now();
+    out.totals = co_await relay(c, u, 200ms);
+    out.took = std::chrono::steady_clock::now() - started;
+  }(b_relay_client, b_relay_upstream, fast));
+  a.io.run_for(10s);  // returns once both are over: no timer wait is left behind
+  REQUIRE(slow.totals.has_value());
+  REQUIRE(fast.totals.has_value());
+  CHECK(slow.totals->idle_timeout);
+  CHECK(fast.totals->idle_timeout);
+  CHECK(fast.took >= 200ms);
+  CHECK(fast.took < 700ms);
+  CHECK(slow.took >= 900ms);
+  CHECK(slow.took < 3s);
 }
 
 TEST_CASE("relay: the meter cuts both ways") {

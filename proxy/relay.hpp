@@ -9,10 +9,11 @@
 // a 16 KiB buffer is used the same way: taken when the socket is readable, given back
 // when the bytes are written.
 //
-// An idle relayed connection costs one small heap object and three pending waits (either
-// socket readable, one idle timer): relay() is a single asynchronous operation driven by
-// completion handlers, not a coroutine per direction joined with && and || (that shape
-// weighed several KiB per connection; see bench/README.md, "idle").
+// An idle relayed connection costs one small heap object, two pending waits (either
+// socket readable) and a node in its event loop's idle watchdog (one timer per loop):
+// relay() is a single asynchronous operation driven by completion handlers, not a
+// coroutine per direction joined with && and || (that shape weighed several KiB per
+// connection; see proxy/README.md, "Memory per idle connection").
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 

@@ -30,6 +30,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <list>
+#include <thread>
+
+#include <sched.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,11 +58,14 @@ auto report(const char* where) {
   return report_exceptions([where](const char* what) { std::fprintf(stderr, "airlock: %s stopped: %s\n", where, what); });
 }
 
+using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
 template <typename Socket, typename Endpoint>
-boost::system::error_code bind_socket(Socket& s, const Endpoint& ep) {
+boost::system::error_code bind_socket(Socket& s, const Endpoint& ep, bool shared = false) {
   boost::system::error_code ec;
   s.open(ep.protocol(), ec);
   if (!ec) s.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec && shared) s.set_option(reuse_port(true), ec);
   // [::] and 0.0.0.0 may both be listed; each takes its own family only.
   if (!ec && ep.address().is_v6()) s.set_option(asio::ip::v6_only(true), ec);
   if (!ec) s.bind(ep, ec);
@@ -70,8 +76,18 @@ boost::system::error_code bind_socket(Socket& s, const Endpoint& ep) {
   return ec;
 }
 
-boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep) {
-  auto ec = bind_socket(a, ep);
+// How a listening socket shares its port with the other event loops' sockets.
+enum class port_use { alone, opens_group, joins_group };
+
+boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep, port_use use = port_use::alone) {
+  const bool shared = use != port_use::alone;
+  if (use == port_use::opens_group && ep.port() != 0) {
+    // SO_REUSEPORT would also let a second airlock (or anything of the same user) join the
+    // port and take half the connections: first make sure nobody listens there yet.
+    tcp::acceptor probe(a.get_executor());
+    if (auto ec = bind_socket(probe, ep)) return ec;
+  }
+  auto ec = bind_socket(a, ep, shared);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   return ec;
 }
@@ -85,7 +101,29 @@ std::string inspection_ca(const policy::config& cfg) {
   return {};
 }
 
+// The CPUs this process may run on: the default number of event loops.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+}
+
 }  // namespace
+
+// One more event loop on a thread of its own, for proxy connections: its own listening
+// sockets (SO_REUSEPORT on the main loop's ports, so the kernel spreads connections over the
+// loops). Policy, sessions, name table, limits, grants and the log are shared, each safe
+// across threads; own resolution hops to the main loop, whose resolver and cache DNS uses.
+struct proxy_loop {
+  std::unique_ptr<proxy::proxy_context> ctx;
+  // Coroutines cut short at shutdown are destroyed with the loop and still log through
+  // ctx: the loop goes before it, and what owns sockets on the loop goes before the loop.
+  asio::io_context io{1};
+  std::list<tcp::acceptor> proxy_acceptors;
+  std::list<tcp::acceptor> explicit_acceptors;
+  std::thread thread;
+};
 
 struct instance::parts {
   instance_options options;
@@ -111,6 +149,8 @@ struct instance::parts {
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
   asio::io_context io{1};
+  // The other loops (threads: in the config). The finder posts to them too: it goes first.
+  std::vector<std::unique_ptr<proxy_loop>> loops;
   // Posts its results to the loop: goes before it.
   std::unique_ptr<attribution::finder> finder;
   std::unique_ptr<dns::resolver> resolver;
@@ -121,12 +161,12 @@ struct instance::parts {
   std::list<tcp::acceptor> admin_acceptors;
   std::optional<unix_socket::acceptor> control;
   std::vector<policy::endpoint_config> proxy_bound, explicit_bound, dns_bound, admin_bound;
-  std::size_t active_connections = 0;
-  bool stopping = false;
+  std::atomic<std::size_t> active_connections = 0;  // on every loop
+  std::atomic<bool> stopping = false;
   std::string ready;
 
   metrics_sample sample() const {
-    metrics_sample out{active_connections, sessions->list().size(), log->queue_depth(), log->dropped_total()};
+    metrics_sample out{active_connections.load(), sessions->list().size(), log->queue_depth(), log->dropped_total()};
     if (minter) {
       out.leaf_hits = minter->hits();
       out.leaf_minted = minter->misses();
@@ -203,16 +243,18 @@ namespace {
 using connection_handler = asio::awaitable<void> (*)(tcp::socket, proxy::proxy_context&);
 
 // Counts the connection while it lives, so shutdown can wait for the open ones.
-asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, connection_handler handle) {
+asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, proxy::proxy_context& ctx,
+                                       connection_handler handle) {
   struct count {
     parts_t& r;
     explicit count(parts_t& rr) : r(rr) { ++r.active_connections; }
     ~count() { --r.active_connections; }
   } guard(r);
-  co_await handle(std::move(socket), *r.proxy_ctx);
+  co_await handle(std::move(socket), ctx);
 }
 
-asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, connection_handler handle) {
+asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::proxy_context& ctx,
+                                  connection_handler handle) {
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(nothrow);
     if (r.stopping || ec == asio::error::operation_aborted) co_return;
@@ -222,7 +264,7 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, connectio
       co_await pause.async_wait(nothrow);
       continue;
     }
-    spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket), handle), [](const char* what) {
+    spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket), ctx, handle), [](const char* what) {
       std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
     });
   }
@@ -243,7 +285,7 @@ asio::awaitable<void> drain_then_stop(parts_t& r) {
   // Listeners are closed; give open connections a moment to finish, then stop. Those
   // still open are cut, and each still logs its line as its coroutine is destroyed.
   asio::steady_timer tick(r.io);
-  for (int i = 0; i < 50 && r.active_connections > 0; ++i) {
+  for (int i = 0; i < 50 && r.active_connections.load() > 0; ++i) {
     tick.expires_after(std::chrono::milliseconds(100));
     co_await tick.async_wait(nothrow);
   }
@@ -251,11 +293,16 @@ asio::awaitable<void> drain_then_stop(parts_t& r) {
 }
 
 void begin_shutdown(parts_t& r) {
-  if (r.stopping) return;
-  r.stopping = true;
+  if (r.stopping.exchange(true)) return;
   boost::system::error_code ignored;
   for (auto& a : r.proxy_acceptors) a.close(ignored);
   for (auto& a : r.explicit_acceptors) a.close(ignored);
+  for (auto& loop : r.loops)
+    asio::post(loop->io, [&l = *loop] {
+      boost::system::error_code ignored_there;
+      for (auto& a : l.proxy_acceptors) a.close(ignored_there);
+      for (auto& a : l.explicit_acceptors) a.close(ignored_there);
+    });
   for (auto& s : r.dns_sockets) s.close(ignored);
   for (auto& a : r.dns_acceptors) a.close(ignored);
   for (auto& a : r.admin_acceptors) a.close(ignored);
@@ -423,21 +470,40 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     if (ec) return fail(1, "cannot listen for dns on " + ep.to_string() + ": " + ec.message());
     p->dns_bound.push_back({ep.address, s.local_endpoint().port()});
   }
+  // The proxy's loops: the embedded daemon serves one sandbox and keeps to one.
+  const unsigned loops = options.embedded_listen ? 1 : p->cfg.threads ? p->cfg.threads : usable_cpus();
   struct tcp_listeners {
     const char* what;
     const std::vector<policy::endpoint_config>& wanted;
     std::list<tcp::acceptor>& acceptors;
     std::vector<policy::endpoint_config>& bound;
+    port_use use;
   };
-  for (auto [what, wanted, acceptors, bound] :
-       {tcp_listeners{"proxy", p->cfg.listen.proxy, p->proxy_acceptors, p->proxy_bound},
-        tcp_listeners{"http_proxy", p->cfg.listen.http_proxy, p->explicit_acceptors, p->explicit_bound},
-        tcp_listeners{"admin", p->cfg.listen.admin, p->admin_acceptors, p->admin_bound}}) {
+  const auto group = loops > 1 ? port_use::opens_group : port_use::alone;
+  for (auto [what, wanted, acceptors, bound, use] :
+       {tcp_listeners{"proxy", p->cfg.listen.proxy, p->proxy_acceptors, p->proxy_bound, group},
+        tcp_listeners{"http_proxy", p->cfg.listen.http_proxy, p->explicit_acceptors, p->explicit_bound, group},
+        tcp_listeners{"admin", p->cfg.listen.admin, p->admin_acceptors, p->admin_bound, port_use::alone}}) {
     for (const auto& ep : wanted) {
       auto& a = acceptors.emplace_back(p->io);
-      if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port)))
+      if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port), use))
         return fail(1, std::string("cannot listen for ") + what + " on " + ep.to_string() + ": " + ec.message());
       bound.push_back({ep.address, a.local_endpoint().port()});
+    }
+  }
+  for (unsigned i = 1; i < loops; ++i) {
+    auto& loop = *p->loops.emplace_back(std::make_unique<proxy_loop>());
+    loop.ctx = std::make_unique<proxy::proxy_context>(*p->proxy_ctx);
+    loop.ctx->dns_loop = p->io.get_executor();
+    // The ports the main loop got (also kernel-picked ones), joined with SO_REUSEPORT.
+    for (auto [wanted, acceptors] : {std::pair{&p->proxy_bound, &loop.proxy_acceptors},
+                                     std::pair{&p->explicit_bound, &loop.explicit_acceptors}}) {
+      for (const auto& ep : *wanted) {
+        auto& a = acceptors->emplace_back(loop.io);
+        if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port), port_use::joins_group); ec)
+          return fail(1, "cannot listen on " + ep.to_string() + " for event loop " + std::to_string(i + 1) + ": " +
+                             ec.message());
+      }
     }
   }
   if (!p->cfg.listen.control.empty())
@@ -453,9 +519,16 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   for (auto& s : r.dns_sockets) co_spawn(r.io, dns::serve_udp(s, *r.dns_ctx), report("dns listener"));
   for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
   for (auto& a : r.proxy_acceptors)
-    co_spawn(r.io, accept_loop(r, a, &proxy::handle_connection), report("proxy listener"));
+    co_spawn(r.io, accept_loop(r, a, *r.proxy_ctx, &proxy::handle_connection), report("proxy listener"));
   for (auto& a : r.explicit_acceptors)
-    co_spawn(r.io, accept_loop(r, a, &proxy::handle_explicit_connection), report("http_proxy listener"));
+    co_spawn(r.io, accept_loop(r, a, *r.proxy_ctx, &proxy::handle_explicit_connection), report("http_proxy listener"));
+  for (auto& loop : r.loops) {
+    for (auto& a : loop->proxy_acceptors)
+      co_spawn(loop->io, accept_loop(r, a, *loop->ctx, &proxy::handle_connection), report("proxy listener"));
+    for (auto& a : loop->explicit_acceptors)
+      co_spawn(loop->io, accept_loop(r, a, *loop->ctx, &proxy::handle_explicit_connection),
+               report("http_proxy listener"));
+  }
   for (auto& a : r.admin_acceptors)
     co_spawn(r.io, serve_http(a, [&r](const http_request& req) { return admin(r, req); }), report("admin listener"));
   if (r.control)
@@ -474,12 +547,18 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   for (const auto& ep : r.admin_bound) listening += " admin=" + ep.to_string();
   if (r.control) listening += " control=" + r.cfg.listen.control;
   r.ready = "airlock: ready:" + listening + " policy=" + current->version() + " (" + r.cfg.file + ", " +
-            std::to_string(current->rule_count()) + " rules) log=" + r.log_path;
+            std::to_string(current->rule_count()) + " rules) log=" + r.log_path +
+            " threads=" + std::to_string(r.loops.size() + 1);
   return std::unique_ptr<instance>(new instance(std::move(p)));
 }
 
 void instance::run() {
+  for (auto& loop : parts_->loops) loop->thread = std::thread([&io = loop->io] { io.run(); });
   parts_->io.run();
+  for (auto& loop : parts_->loops) {
+    loop->io.stop();  // connections still open there are cut: their lines are written
+    if (loop->thread.joinable()) loop->thread.join();  // when the loop is destroyed
+  }
   // Every session closes with its totals, also when the loop was stopped hard.
   parts_->sessions->close_all();
 }
@@ -512,7 +591,7 @@ void instance::handle_signals() {
             r.io.stop();  // a second signal: stop now
             co_return;
           }
-          std::fprintf(stderr, "airlock: shutting down (%zu open connections)\n", r.active_connections);
+          std::fprintf(stderr, "airlock: shutting down (%zu open connections)\n", r.active_connections.load());
           begin_shutdown(r);
         }
       }(*parts_),

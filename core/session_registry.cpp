@@ -98,6 +98,7 @@ registry_result<std::shared_ptr<const policy::snapshot>> session_registry::compi
 }
 
 registry_result<std::shared_ptr<const policy::snapshot>> session_registry::apply(policy::config cfg) {
+  std::lock_guard lock(mutex_);
   auto snap = compile_and_publish(cfg);
   if (!snap.has_value()) return snap;
   base_ = std::move(cfg);
@@ -141,6 +142,7 @@ registry_result<std::shared_ptr<const policy::snapshot>> session_registry::apply
 }
 
 registry_result<std::string> session_registry::add(const session_request& request) {
+  std::lock_guard lock(mutex_);
   const std::string id = request.id.empty() ? new_id() : request.id;
   if (!valid_id(id)) return refuse(400, "session id '" + id + "': expected 1-64 of [A-Za-z0-9._:-]");
   if (sessions_.contains(id)) return refuse(409, "session '" + id + "' exists; remove it first or pick another id");
@@ -199,6 +201,7 @@ registry_result<std::string> session_registry::add(const session_request& reques
 }
 
 registry_result<session_totals> session_registry::remove(const std::string& id) {
+  std::lock_guard lock(mutex_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || !it->second.view.runtime)
     return refuse(404, "no session '" + id + "' registered at run time");
@@ -217,6 +220,7 @@ registry_result<session_totals> session_registry::remove(const std::string& id) 
 
 registry_result<void> session_registry::set_context(const std::string& id, const std::string& tool_call,
                                                     const label_list& labels) {
+  std::lock_guard lock(mutex_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return refuse(404, "no session '" + id + "'");
   it->second.view.tool_call = tool_call;
@@ -231,23 +235,26 @@ registry_result<void> session_registry::set_context(const std::string& id, const
 }
 
 std::vector<session_view> session_registry::list() const {
+  std::lock_guard lock(mutex_);
   std::vector<session_view> out;
   for (const auto& [id, e] : sessions_) out.push_back(e.view);
   return out;
 }
 
 std::optional<session_view> session_registry::find(const std::string& id) const {
+  std::lock_guard lock(mutex_);
   if (auto it = sessions_.find(id); it != sessions_.end()) return it->second.view;
   return std::nullopt;
 }
 
-const std::string& session_registry::netns_of(std::string_view id) const noexcept {
-  static const std::string none;
+std::string session_registry::netns_of(std::string_view id) const {
+  std::lock_guard lock(mutex_);
   auto it = sessions_.find(id);
-  return it == sessions_.end() ? none : it->second.view.netns;
+  return it == sessions_.end() ? std::string() : it->second.view.netns;
 }
 
 void session_registry::close_all() {
+  std::lock_guard lock(mutex_);
   for (const auto& [id, e] : sessions_) emit_session(e, "close");
   sessions_.clear();
   publish_runtime_table();
@@ -293,34 +300,35 @@ void session_registry::emit_session(const entry& e, std::string_view action) {
 }
 
 void session_registry::emit(const decision_record& r) noexcept {
-  try {
-    metrics_.count(r);
-  } catch (...) {  // a metric that cannot be counted must not cost the line
+  // The line is stamped under the lock and written after it: the log's own queue is the
+  // only other lock a line takes.
+  std::optional<decision_record> stamped;
+  {
+    std::lock_guard lock(mutex_);
+    try {
+      metrics_.count(r);
+    } catch (...) {  // a metric that cannot be counted must not cost the line
+    }
+    if (auto it = sessions_.find(r.session); it != sessions_.end()) {
+      auto& v = it->second.view;
+      if (r.event == event_kind::dns) ++v.totals.dns_queries;
+      if (r.event == event_kind::connect) {
+        ++(r.verdict == policy::verdict::allow ? v.totals.connections_allowed : v.totals.connections_denied);
+        v.totals.bytes_up += r.bytes_up.value_or(0);
+        v.totals.bytes_down += r.bytes_down.value_or(0);
+      }
+      if (!v.labels.empty() || !v.tool_call.empty()) {
+        try {
+          stamped.emplace(r);
+          stamped->labels = v.labels;
+          stamped->tool_call = v.tool_call;
+        } catch (...) {  // out of memory copying: the line without labels beats no line
+          stamped.reset();
+        }
+      }
+    }
   }
-  auto it = sessions_.find(r.session);
-  if (it == sessions_.end()) {
-    log_.emit(r);
-    return;
-  }
-  auto& v = it->second.view;
-  if (r.event == event_kind::dns) ++v.totals.dns_queries;
-  if (r.event == event_kind::connect) {
-    ++(r.verdict == policy::verdict::allow ? v.totals.connections_allowed : v.totals.connections_denied);
-    v.totals.bytes_up += r.bytes_up.value_or(0);
-    v.totals.bytes_down += r.bytes_down.value_or(0);
-  }
-  if (v.labels.empty() && v.tool_call.empty()) {
-    log_.emit(r);
-    return;
-  }
-  try {
-    decision_record stamped = r;
-    stamped.labels = v.labels;
-    stamped.tool_call = v.tool_call;
-    log_.emit(stamped);
-  } catch (...) {  // out of memory copying: the line without labels beats no line
-    log_.emit(r);
-  }
+  log_.emit(stamped ? *stamped : r);
 }
 
 }  // namespace airlock::core

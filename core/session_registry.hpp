@@ -7,7 +7,8 @@
 //
 // Runtime sessions with extra allowances get a policy of their own, derived from the
 // named one; the snapshot is recompiled with it and published whole, as on a reload.
-// Used on the daemon's event loop only.
+// Safe from any thread: every event loop's connections emit through it, and the control
+// API changes it from the main loop; one mutex, held for a map lookup per line.
 #include "core/decision.hpp"
 #include "core/metrics.hpp"
 #include "core/session_api.hpp"
@@ -17,6 +18,8 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +60,7 @@ class session_registry final : public decision_sink {
   std::vector<session_view> list() const;
   std::optional<session_view> find(const std::string& id) const;
   // The sandbox netns of a runtime session ("" when unknown), for process attribution.
-  const std::string& netns_of(std::string_view id) const noexcept;
+  std::string netns_of(std::string_view id) const;
 
   // Closes every session with its totals (shutdown).
   void close_all();
@@ -84,6 +87,7 @@ class session_registry final : public decision_sink {
   policy::store& policies_;
   decision_sink& log_;
   metrics& metrics_;
+  mutable std::mutex mutex_;  // guards base_ and sessions_
   policy::config base_;
   std::map<std::string, entry, std::less<>> sessions_;  // ordered: stable listings
 };

@@ -32,6 +32,7 @@ bool name_table::record(std::string_view session, const boost::asio::ip::address
   // Every answer renews or adds an entry: the key is built in a buffer kept between calls.
   thread_local std::string k;
   fill_key(k, session, address);
+  std::unique_lock lock(mutex_);
   auto& names = by_key_[k];
   // Renewal: the same name again moves its expiry forward and costs no new entry.
   for (auto& e : names) {
@@ -46,7 +47,7 @@ bool name_table::record(std::string_view session, const boost::asio::ip::address
       names.size() >= limits_.max_names_per_address) {
     if (now - last_sweep_ < std::chrono::seconds(1)) return false;
     last_sweep_ = now;
-    expire(now);
+    expire_locked(now);
     auto& again = by_key_[k];  // expire() may have erased the slot
     auto& count_now = per_session_[std::string(session)];
     if (count_now >= limits_.max_entries_per_session || entries_ >= limits_.max_entries ||
@@ -66,7 +67,9 @@ bool name_table::record(std::string_view session, const boost::asio::ip::address
 std::vector<name_table::entry> name_table::lookup(std::string_view session, const boost::asio::ip::address& address,
                                                   clock::time_point now) const {
   std::vector<entry> out;
-  auto it = by_key_.find(key(session, address));
+  const auto k = key(session, address);
+  std::shared_lock lock(mutex_);
+  auto it = by_key_.find(k);
   if (it == by_key_.end()) return out;
   for (auto e = it->second.rbegin(); e != it->second.rend(); ++e)
     if (e->expires > now) out.push_back(*e);
@@ -74,6 +77,16 @@ std::vector<name_table::entry> name_table::lookup(std::string_view session, cons
 }
 
 void name_table::expire(clock::time_point now) {
+  std::unique_lock lock(mutex_);
+  expire_locked(now);
+}
+
+std::size_t name_table::size() const noexcept {
+  std::shared_lock lock(mutex_);
+  return entries_;
+}
+
+void name_table::expire_locked(clock::time_point now) {
   for (auto it = by_key_.begin(); it != by_key_.end();) {
     auto& names = it->second;
     const auto before = names.size();

@@ -6,11 +6,14 @@
 // an address this session got for an allowed name, and to name raw-IP connections in
 // the log. Bounded per session and in total: it is keyed by data sandboxes control.
 //
-// Not thread-safe: it lives on the event loop that serves both DNS and the proxy.
+// Shared by every event loop: DNS answers write it, proxies on any loop read it, under one
+// reader-writer lock (a write per allowed answer, a read per connection without a name).
 #include <boost/asio/ip/address.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -51,10 +54,13 @@ class name_table {
   // Drops expired entries; called on a timer and when a cap is reached.
   void expire(clock::time_point now);
 
-  std::size_t size() const noexcept { return entries_; }
+  std::size_t size() const noexcept;
 
  private:
   static std::string key(std::string_view session, const boost::asio::ip::address& address);
+  void expire_locked(clock::time_point now);
+
+  mutable std::shared_mutex mutex_;
 
   limits limits_;
   std::unordered_map<std::string, std::vector<entry>> by_key_;  // key: session \0 address bytes

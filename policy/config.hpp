@@ -125,7 +125,12 @@ struct config {
   std::vector<rule_config> always_deny;
   std::vector<rule_config> always_allow;
   inspection_config inspection;
+  // Event loops serving the proxy listeners, each on a thread of its own with its own
+  // SO_REUSEPORT sockets; 0 (auto): one per CPU this process may run on.
+  unsigned threads = 0;
 };
+
+inline constexpr unsigned max_threads = 256;
 
 struct config_error {
   source_mark mark;

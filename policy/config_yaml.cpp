@@ -40,7 +40,7 @@ class loader {
     }
     r_.check_keys(root,
                   {"version", "listen", "upstream_dns", "dns", "limits", "log", "policies", "sessions",
-                   "default_policy", "always_deny", "always_allow", "inspection"},
+                   "default_policy", "always_deny", "always_allow", "inspection", "threads"},
                   "the top level");
     if (auto v = root["version"]; !v) {
       r_.error_at({r_.file(), 1, 1}, "missing 'version: 1' (the schema version this file is written for)");
@@ -52,6 +52,7 @@ class loader {
     if (auto n = root["log"]) load_log(n, cfg);
     if (auto n = root["dns"]) load_dns(n, cfg.dns);
     if (auto n = root["limits"]) load_limits(n, cfg.limits);
+    if (auto n = root["threads"]) load_threads(n, cfg.threads);
     if (auto n = root["inspection"]) load_inspection(n, cfg.inspection);
     if (auto n = root["always_deny"]) cfg.always_deny = detail::parse_rules(r_, n, "always_deny", {true, false});
     if (auto n = root["always_allow"]) cfg.always_allow = detail::parse_rules(r_, n, "always_allow", {false, false});
@@ -121,6 +122,17 @@ class loader {
     };
     positive("queries_per_second", out.queries_per_second);
     positive("burst", out.burst);
+  }
+
+  void load_threads(const YAML::Node& n, unsigned& out) {
+    const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+    if (text == "auto") {
+      out = 0;
+      return;
+    }
+    auto parsed = parse_count(text, 1, max_threads);
+    if (parsed.has_value()) out = static_cast<unsigned>(*parsed);
+    else r_.error(n, "threads: " + parsed.error() + "; or 'auto' (one per CPU this process may use)");
   }
 
   void load_limits(const YAML::Node& n, limits_config& out) {

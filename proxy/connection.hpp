@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace boost::asio::ssl {
@@ -61,8 +62,8 @@ struct proxy_context {
   const dns::name_table& names;
   dns::answer_cache& cache;
   proxy_settings settings;
-  connection_ids conn_ids;  // copies of a context (one per loop) share the counter
-  limiter limits{policy::limits_config{}};
+  connection_ids conn_ids{};  // copies of a context (one per loop) share the counter
+  limiter limits{policy::limits_config{}};  // copies share the counters
   // Process attribution, for sessions started by airlock: the finder, and the network
   // namespace of a session ("" when it has none). Both optional.
   attribution::finder* finder = nullptr;
@@ -70,6 +71,11 @@ struct proxy_context {
   inspection_tls* inspection = nullptr;
   // One-shot allowances from followed redirects, shared with the DNS server.
   policy::redirect_grants* grants = nullptr;
+  // Set on the copies other event loops hold: the loop that owns `resolver` and `cache`
+  // (neither is thread-safe), where own resolution runs. Everything else a context points
+  // at (policy, log, name table, limits, connection ids, inspection, grants) is shared
+  // and safe across threads.
+  std::optional<boost::asio::any_io_executor> dns_loop{};
 };
 
 boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);

@@ -2,31 +2,36 @@
 
 namespace airlock::proxy {
 
-limiter::ticket::ticket(limiter& l) : owner_(l) {
-  ++owner_.open_;
-  ++owner_.pending_;
+limiter::ticket::ticket(std::shared_ptr<state> s) : owner_(std::move(s)) {
+  std::lock_guard lock(owner_->mutex);
+  ++owner_->open;
+  ++owner_->pending;
   // Counted before the check, so the one connection over the cap is the one refused.
-  if (owner_.open_ > owner_.limits_.connections) refused_ = "connections";
-  else if (owner_.pending_ > owner_.limits_.pending_handshakes) refused_ = "pending_handshakes";
+  if (owner_->open > owner_->limits.connections) refused_ = "connections";
+  else if (owner_->pending > owner_->limits.pending_handshakes) refused_ = "pending_handshakes";
 }
 
 limiter::ticket::~ticket() {
-  judged();
-  --owner_.open_;
+  std::lock_guard lock(owner_->mutex);
+  if (pending_) --owner_->pending;
+  --owner_->open;
   if (session_) --session_->open;
 }
 
 void limiter::ticket::judged() noexcept {
-  if (pending_) --owner_.pending_;
+  if (!pending_) return;
+  std::lock_guard lock(owner_->mutex);
+  --owner_->pending;
   pending_ = false;
 }
 
 std::string_view limiter::ticket::admit(const std::string& session) {
-  const auto& l = owner_.limits_;
+  const auto& l = owner_->limits;
   const auto now = core::token_bucket::clock::now();
-  auto it = owner_.sessions_.find(session);
-  if (it == owner_.sessions_.end())
-    it = owner_.sessions_
+  std::lock_guard lock(owner_->mutex);
+  auto it = owner_->sessions.find(session);
+  if (it == owner_->sessions.end())
+    it = owner_->sessions
              .emplace(session, usage{0, core::token_bucket(l.session_connections_per_second,
                                                            2 * l.session_connections_per_second, now)})
              .first;
@@ -41,15 +46,26 @@ std::string_view limiter::ticket::admit(const std::string& session) {
 
 bool limiter::ticket::moved(bool up, std::uint64_t bytes) noexcept {
   if (!session_) return true;
-  const auto& l = owner_.limits_;
-  auto& count = up ? session_->bytes_up : session_->bytes_down;
+  const auto& l = owner_->limits;
   const auto budget = up ? l.session_bytes_up : l.session_bytes_down;
+  std::lock_guard lock(owner_->mutex);
+  auto& count = up ? session_->bytes_up : session_->bytes_down;
   count += bytes;
   if (budget && count > budget) {
     spent_ = up ? "session_bytes_up" : "session_bytes_down";
     return false;
   }
   return true;
+}
+
+std::uint64_t limiter::open() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->open;
+}
+
+std::uint64_t limiter::pending() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->pending;
 }
 
 }  // namespace airlock::proxy

@@ -1,6 +1,8 @@
 #pragma once
 // Caps and per-session budgets (policy::limits_config), enforced where a connection is
-// admitted and where its bytes move. One limiter per event loop, so plain counters do.
+// admitted and where its bytes move. Copies of a limiter share one set of counters (each
+// event loop's proxy context holds a copy), guarded by one mutex: a connection takes it
+// when admitted, when it closes, and per relayed chunk (up to 64 KiB), never while waiting.
 //
 // A connection holds a ticket for its whole life: the ticket counts it open (and
 // pending until its first bytes are judged), names the limit that refuses it, and meters
@@ -10,6 +12,8 @@
 #include "proxy/relay.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -23,9 +27,10 @@ class limiter {
     std::uint64_t bytes_up = 0;
     std::uint64_t bytes_down = 0;
   };
+  struct state;
 
  public:
-  explicit limiter(const policy::limits_config& limits) : limits_(limits) {}
+  explicit limiter(const policy::limits_config& limits) : state_(std::make_shared<state>(limits)) {}
 
   class ticket final : public relay_meter {
    public:
@@ -46,26 +51,32 @@ class limiter {
 
    private:
     friend class limiter;
-    explicit ticket(limiter& l);
-    limiter& owner_;
+    explicit ticket(std::shared_ptr<state> s);
+    std::shared_ptr<state> owner_;
     usage* session_ = nullptr;
     bool pending_ = true;
     std::string_view refused_;
     std::string_view spent_;
   };
 
-  ticket accept() { return ticket(*this); }
+  ticket accept() { return ticket(state_); }
 
-  std::uint64_t open() const noexcept { return open_; }
-  std::uint64_t pending() const noexcept { return pending_; }
+  std::uint64_t open() const noexcept;
+  std::uint64_t pending() const noexcept;
 
  private:
-  policy::limits_config limits_;
-  std::uint64_t open_ = 0;
-  std::uint64_t pending_ = 0;
-  // One entry per session seen (bounded by the sessions the policy and the control API
-  // know); kept after the last connection closes so rates and budgets carry over.
-  std::unordered_map<std::string, usage> sessions_;
+  struct state {
+    explicit state(const policy::limits_config& l) : limits(l) {}
+    const policy::limits_config limits;
+    std::mutex mutex;
+    std::uint64_t open = 0;
+    std::uint64_t pending = 0;
+    // One entry per session seen (bounded by the sessions the policy and the control API
+    // know); kept after the last connection closes so rates and budgets carry over. Nodes
+    // never move, so a ticket keeps a pointer to its session's.
+    std::unordered_map<std::string, usage> sessions;
+  };
+  std::shared_ptr<state> state_;
 };
 
 }  // namespace airlock::proxy

@@ -24,6 +24,7 @@ int run_nft_rules_command(args a) {
   const auto proxy = port_of(r.value("", "--proxy-port"), g.proxy_port);
   const auto dns = port_of(r.value("", "--dns-port"), g.dns_port);
   const auto table = r.value("", "--table");
+  g.tproxy = r.flag("--tproxy");
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
   if (!iface) r.fail("--iface IFACE is required");
   if (!proxy || !dns) r.fail("ports must be numbers 1..65535");

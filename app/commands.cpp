@@ -69,7 +69,7 @@ Options:
   -h, --help          this text
 )";
 
-constexpr std::string_view nft_rules_help = R"(Usage: airlock nft-rules --iface IFACE [--proxy-port N] [--dns-port N] [--table NAME]
+constexpr std::string_view nft_rules_help = R"(Usage: airlock nft-rules --iface IFACE [--proxy-port N] [--dns-port N] [--table NAME] [--tproxy]
 
 Prints the nftables ruleset (for 'nft -f -') that makes this host the gateway for a
 sandbox behind IFACE: TCP is redirected to airlock's proxy, DNS (UDP and TCP 53) to
@@ -82,6 +82,9 @@ Options:
       --proxy-port N    airlock's transparent proxy port (default 15001)
       --dns-port N      airlock's DNS port (default 15053)
       --table NAME      nft table name (default airlock_IFACE)
+      --tproxy          TCP by TPROXY instead of REDIRECT (no NAT; the destination is
+                        kept), to airlock's listen.tproxy port given as --proxy-port;
+                        the text starts with the policy routing it needs (ip rule/route)
   -h, --help            this text
 )";
 

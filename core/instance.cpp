@@ -32,6 +32,7 @@
 #include <list>
 #include <thread>
 
+#include <netinet/in.h>
 #include <sched.h>
 
 #include <sys/stat.h>
@@ -60,12 +61,20 @@ auto report(const char* where) {
 
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
+// TPROXY delivers connections addressed elsewhere only to sockets marked transparent.
+using ip_transparent = asio::detail::socket_option::boolean<SOL_IP, IP_TRANSPARENT>;
+using ipv6_transparent = asio::detail::socket_option::boolean<SOL_IPV6, IPV6_TRANSPARENT>;
+
 template <typename Socket, typename Endpoint>
-boost::system::error_code bind_socket(Socket& s, const Endpoint& ep, bool shared = false) {
+boost::system::error_code bind_socket(Socket& s, const Endpoint& ep, bool shared = false, bool transparent = false) {
   boost::system::error_code ec;
   s.open(ep.protocol(), ec);
   if (!ec) s.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec && shared) s.set_option(reuse_port(true), ec);
+  if (!ec && transparent) {
+    if (ep.address().is_v6()) s.set_option(ipv6_transparent(true), ec);
+    else s.set_option(ip_transparent(true), ec);
+  }
   // [::] and 0.0.0.0 may both be listed; each takes its own family only.
   if (!ec && ep.address().is_v6()) s.set_option(asio::ip::v6_only(true), ec);
   if (!ec) s.bind(ep, ec);
@@ -79,7 +88,8 @@ boost::system::error_code bind_socket(Socket& s, const Endpoint& ep, bool shared
 // How a listening socket shares its port with the other event loops' sockets.
 enum class port_use { alone, opens_group, joins_group };
 
-boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep, port_use use = port_use::alone) {
+boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep, port_use use = port_use::alone,
+                                     bool transparent = false) {
   const bool shared = use != port_use::alone;
   if (use == port_use::opens_group && ep.port() != 0) {
     // SO_REUSEPORT would also let a second airlock (or anything of the same user) join the
@@ -87,7 +97,7 @@ boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep, 
     tcp::acceptor probe(a.get_executor());
     if (auto ec = bind_socket(probe, ep)) return ec;
   }
-  auto ec = bind_socket(a, ep, shared);
+  auto ec = bind_socket(a, ep, shared, transparent);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   return ec;
 }
@@ -156,11 +166,11 @@ struct instance::parts {
   std::unique_ptr<dns::resolver> resolver;
   std::list<udp::socket> dns_sockets;
   std::list<tcp::acceptor> dns_acceptors;
-  std::list<tcp::acceptor> proxy_acceptors;
   std::list<tcp::acceptor> explicit_acceptors;
   std::list<tcp::acceptor> admin_acceptors;
   std::optional<unix_socket::acceptor> control;
-  std::vector<policy::endpoint_config> proxy_bound, explicit_bound, dns_bound, admin_bound;
+  std::list<tcp::acceptor> proxy_acceptors;  // REDIRECT and TPROXY listeners alike
+  std::vector<policy::endpoint_config> proxy_bound, tproxy_bound, explicit_bound, dns_bound, admin_bound;
   std::atomic<std::size_t> active_connections = 0;  // on every loop
   std::atomic<bool> stopping = false;
   std::string ready;
@@ -345,6 +355,7 @@ std::string info_json(const parts_t& r) {
                                       {"policy_version", snap->version()},
                                       {"config", r.cfg.file},
                                       {"proxy", endpoints(r.proxy_bound)},
+                                      {"tproxy", endpoints(r.tproxy_bound)},
                                       {"http_proxy", endpoints(r.explicit_bound)},
                                       {"dns", endpoints(r.dns_bound)},
                                       {"admin", endpoints(r.admin_bound)},
@@ -402,12 +413,14 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   p->cfg = std::move(*cfg);
   if (options.embedded_listen) {
     p->cfg.listen.proxy = {policy::endpoint_config{*options.embedded_listen, 0}};
+    p->cfg.listen.tproxy.clear();
     p->cfg.listen.dns = {policy::endpoint_config{*options.embedded_listen, 0}};
     p->cfg.listen.admin.clear();
     p->cfg.listen.http_proxy.clear();
     p->cfg.listen.control.clear();
   }
-  if (p->cfg.listen.proxy.empty() && p->cfg.listen.dns.empty() && p->cfg.listen.http_proxy.empty())
+  if (p->cfg.listen.proxy.empty() && p->cfg.listen.tproxy.empty() && p->cfg.listen.dns.empty() &&
+      p->cfg.listen.http_proxy.empty())
     // A daemon that listens on nothing would look healthy and guard nothing.
     return fail(2, p->cfg.file + ": nothing to serve: set listen.proxy and listen.dns, or listen.http_proxy (see 'airlock check --print-default')");
 
@@ -436,8 +449,9 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   p->dns_ctx->settings = p->cfg.dns;
   // AAAA answers only when the proxy can carry IPv6: otherwise clients without Happy
   // Eyeballs would try an address whose connection can only be refused.
-  p->dns_ctx->filter.ipv6 = std::any_of(p->cfg.listen.proxy.begin(), p->cfg.listen.proxy.end(),
-                                        [](const auto& ep) { return ep.address.is_v6(); });
+  const auto v6 = [](const auto& ep) { return ep.address.is_v6(); };
+  p->dns_ctx->filter.ipv6 = std::any_of(p->cfg.listen.proxy.begin(), p->cfg.listen.proxy.end(), v6) ||
+                            std::any_of(p->cfg.listen.tproxy.begin(), p->cfg.listen.tproxy.end(), v6);
   p->proxy_ctx = std::make_unique<proxy::proxy_context>(
       proxy::proxy_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache, {}});
   p->proxy_ctx->limits = proxy::limiter(p->cfg.limits);
@@ -478,16 +492,19 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     std::list<tcp::acceptor>& acceptors;
     std::vector<policy::endpoint_config>& bound;
     port_use use;
+    bool transparent = false;
   };
   const auto group = loops > 1 ? port_use::opens_group : port_use::alone;
-  for (auto [what, wanted, acceptors, bound, use] :
+  for (auto [what, wanted, acceptors, bound, use, transparent] :
        {tcp_listeners{"proxy", p->cfg.listen.proxy, p->proxy_acceptors, p->proxy_bound, group},
+        tcp_listeners{"tproxy", p->cfg.listen.tproxy, p->proxy_acceptors, p->tproxy_bound, group, true},
         tcp_listeners{"http_proxy", p->cfg.listen.http_proxy, p->explicit_acceptors, p->explicit_bound, group},
         tcp_listeners{"admin", p->cfg.listen.admin, p->admin_acceptors, p->admin_bound, port_use::alone}}) {
     for (const auto& ep : wanted) {
       auto& a = acceptors.emplace_back(p->io);
-      if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port), use))
-        return fail(1, std::string("cannot listen for ") + what + " on " + ep.to_string() + ": " + ec.message());
+      if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port), use, transparent))
+        return fail(1, std::string("cannot listen for ") + what + " on " + ep.to_string() + ": " + ec.message() +
+                           (transparent ? " (a transparent socket needs CAP_NET_ADMIN)" : ""));
       bound.push_back({ep.address, a.local_endpoint().port()});
     }
   }
@@ -496,11 +513,17 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     loop.ctx = std::make_unique<proxy::proxy_context>(*p->proxy_ctx);
     loop.ctx->dns_loop = p->io.get_executor();
     // The ports the main loop got (also kernel-picked ones), joined with SO_REUSEPORT.
-    for (auto [wanted, acceptors] : {std::pair{&p->proxy_bound, &loop.proxy_acceptors},
-                                     std::pair{&p->explicit_bound, &loop.explicit_acceptors}}) {
+    struct joined {
+      const std::vector<policy::endpoint_config>* bound;
+      std::list<tcp::acceptor>* acceptors;
+      bool transparent;
+    };
+    for (auto [wanted, acceptors, transparent] : {joined{&p->proxy_bound, &loop.proxy_acceptors, false},
+                                                  joined{&p->tproxy_bound, &loop.proxy_acceptors, true},
+                                                  joined{&p->explicit_bound, &loop.explicit_acceptors, false}}) {
       for (const auto& ep : *wanted) {
         auto& a = acceptors->emplace_back(loop.io);
-        if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port), port_use::joins_group); ec)
+        if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port), port_use::joins_group, transparent); ec)
           return fail(1, "cannot listen on " + ep.to_string() + " for event loop " + std::to_string(i + 1) + ": " +
                              ec.message());
       }
@@ -542,6 +565,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   const auto current = r.policies->current();
   std::string listening;
   for (const auto& ep : r.proxy_bound) listening += " proxy=" + ep.to_string();
+  for (const auto& ep : r.tproxy_bound) listening += " tproxy=" + ep.to_string();
   for (const auto& ep : r.explicit_bound) listening += " http_proxy=" + ep.to_string();
   for (const auto& ep : r.dns_bound) listening += " dns=" + ep.to_string();
   for (const auto& ep : r.admin_bound) listening += " admin=" + ep.to_string();

@@ -1,6 +1,7 @@
 #include "launcher/nft_rules.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace airlock::launcher {
 namespace {
@@ -10,6 +11,45 @@ bool safe_name(const std::string& s, std::size_t max) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
            c == '.';
   });
+}
+
+// The TPROXY variant: DNS is still redirected (UDP has no transparent listener here), TCP
+// is diverted before routing to airlock's transparent socket, marked, and delivered locally
+// by policy routing. The input chain admits only what was diverted or redirected.
+std::string render_tproxy(const std::string& table, const std::string& iface, const std::string& proxy,
+                          const std::string& dns) {
+  const std::string in = "iifname \"" + iface + "\"";
+  char mark[16];
+  std::snprintf(mark, sizeof mark, "0x%x", tproxy_mark);
+  return std::string("# TPROXY needs policy routing for the mark, once per network namespace:\n") +
+         "#   ip rule add fwmark " + mark + " lookup " + std::to_string(tproxy_mark) + "\n" +
+         "#   ip route add local 0.0.0.0/0 dev lo table " + std::to_string(tproxy_mark) + "\n" +
+         "#   ip -6 rule add fwmark " + mark + " lookup " + std::to_string(tproxy_mark) + "\n" +
+         "#   ip -6 route add local ::/0 dev lo table " + std::to_string(tproxy_mark) + "\n" +
+         "table inet " + table + " {\n" +
+         "  chain divert {\n"
+         "    type filter hook prerouting priority mangle; policy accept;\n"
+         "    " + in + " meta nfproto ipv4 tcp dport != 53 tproxy ip to :" + proxy + " meta mark set " + mark + " accept\n" +
+         "    " + in + " meta nfproto ipv6 tcp dport != 53 tproxy ip6 to :" + proxy + " meta mark set " + mark + " accept\n" +
+         "  }\n"
+         "  chain prerouting {\n"
+         "    type nat hook prerouting priority dstnat; policy accept;\n"
+         "    " + in + " udp dport 53 redirect to :" + dns + "\n" +
+         "    " + in + " tcp dport 53 redirect to :" + dns + "\n" +
+         "  }\n"
+         "  chain input {\n"
+         "    type filter hook input priority filter; policy accept;\n"
+         "    " + in + " meta mark " + mark + " meta l4proto tcp accept\n" +
+         "    " + in + " ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
+         "    " + in + " icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept\n" +
+         "    " + in + " counter drop\n" +
+         "  }\n"
+         "  chain forward {\n"
+         "    type filter hook forward priority filter; policy accept;\n"
+         "    " + in + " counter drop\n" +
+         "    oifname \"" + iface + "\" counter drop\n" +
+         "  }\n"
+         "}\n";
 }
 
 }  // namespace
@@ -32,6 +72,9 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
   const std::string in = "iifname \"" + g.iface + "\"";
   const std::string proxy = std::to_string(g.proxy_port);
   const std::string dns = std::to_string(g.dns_port);
+  if (g.tproxy)
+    return boost::system::result<std::string, std::string>(boost::system::in_place_value,
+                                                           render_tproxy(table, g.iface, proxy, dns));
   // The sandbox's only way out is airlock's two sockets: DNS goes to the DNS server,
   // every other TCP connection to the proxy, and nothing else is accepted or forwarded.
   // `ct status dnat` admits only redirected packets, so a sandbox cannot address the

@@ -14,7 +14,13 @@ struct gateway_rules {
   std::uint16_t proxy_port = 15001;
   std::uint16_t dns_port = 15053;
   std::string table;         // default: airlock_<iface>
+  // TCP reaches airlock by TPROXY (its listen.tproxy socket, at proxy_port) instead of
+  // REDIRECT: no NAT, the connection keeps its destination. Needs policy routing for
+  // tproxy_mark, which the rendered text names in a comment.
+  bool tproxy = false;
 };
+
+inline constexpr unsigned tproxy_mark = 0x1a1;
 
 // The ruleset, or a message naming the bad field (interface or table names outside
 // [A-Za-z0-9_.-] could smuggle nft syntax, so they are refused, not quoted).

@@ -76,7 +76,8 @@ struct session_config {
 };
 
 struct listen_config {
-  std::vector<endpoint_config> proxy;       // transparent listener
+  std::vector<endpoint_config> proxy;       // transparent listener (nft REDIRECT target)
+  std::vector<endpoint_config> tproxy;      // transparent listener for nft TPROXY (IP_TRANSPARENT)
   std::vector<endpoint_config> http_proxy;  // explicit CONNECT / absolute-form listener
   std::vector<endpoint_config> dns;         // UDP and TCP
   std::vector<endpoint_config> admin;       // /metrics, /healthz

@@ -75,9 +75,10 @@ class loader {
 
  private:
   void load_listen(const YAML::Node& n, listen_config& listen) {
-    if (!n.IsMap()) return r_.error(n, "listen: expected a mapping (proxy:, http_proxy:, dns:, admin:, control:)");
-    r_.check_keys(n, {"proxy", "http_proxy", "dns", "admin", "control"}, "listen");
+    if (!n.IsMap()) return r_.error(n, "listen: expected a mapping (proxy:, tproxy:, http_proxy:, dns:, admin:, control:)");
+    r_.check_keys(n, {"proxy", "tproxy", "http_proxy", "dns", "admin", "control"}, "listen");
     if (auto p = n["proxy"]) listen.proxy = r_.endpoints(p, "listen.proxy");
+    if (auto p = n["tproxy"]) listen.tproxy = r_.endpoints(p, "listen.tproxy");
     if (auto p = n["http_proxy"]) listen.http_proxy = r_.endpoints(p, "listen.http_proxy");
     if (auto d = n["dns"]) listen.dns = r_.endpoints(d, "listen.dns");
     if (auto a = n["admin"]) listen.admin = r_.endpoints(a, "listen.admin");

@@ -22,7 +22,15 @@ boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> original_
   const auto local = socket.local_endpoint(ec);
   if (ec) return std::error_code(ec.value(), std::generic_category());
   const int fd = socket.native_handle();
-  if (local.address().is_v4() || local.address().to_v6().is_v4_mapped()) {
+  // Accepted from a TPROXY listener: nothing was translated, the connection still has
+  // the address the client meant, as its local end (also without connection tracking).
+  int transparent = 0;
+  socklen_t size = sizeof transparent;
+  const bool v4 = local.address().is_v4();
+  if (::getsockopt(fd, v4 ? SOL_IP : SOL_IPV6, v4 ? IP_TRANSPARENT : IPV6_TRANSPARENT, &transparent, &size) == 0 &&
+      transparent != 0)
+    return local;
+  if (v4 || local.address().to_v6().is_v4_mapped()) {
     sockaddr_in sa{};
     socklen_t len = sizeof sa;
     if (::getsockopt(fd, SOL_IP, so_original_dst, &sa, &len) != 0)

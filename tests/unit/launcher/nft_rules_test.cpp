@@ -23,6 +23,25 @@ TEST_CASE("the gateway table redirects DNS and TCP and drops everything else") {
   CHECK(t.find("oifname \"al-g0\" counter drop") != std::string::npos);
 }
 
+TEST_CASE("the TPROXY variant diverts TCP unchanged, still redirects DNS, and admits only what it marked") {
+  gateway_rules g;
+  g.iface = "al-g0";
+  g.proxy_port = 15002;
+  g.tproxy = true;
+  auto r = render(g);
+  REQUIRE(r.has_value());
+  const std::string& t = *r;
+  CHECK(t.find("ip rule add fwmark 0x1a1 lookup 417") != std::string::npos);
+  CHECK(t.find("type filter hook prerouting priority mangle") != std::string::npos);
+  CHECK(t.find("iifname \"al-g0\" meta nfproto ipv4 tcp dport != 53 tproxy ip to :15002 meta mark set 0x1a1 accept") !=
+        std::string::npos);
+  CHECK(t.find("tproxy ip6 to :15002") != std::string::npos);
+  CHECK(t.find("iifname \"al-g0\" udp dport 53 redirect to :15053") != std::string::npos);
+  CHECK(t.find("redirect to :15002") == std::string::npos);  // TCP is never NATed
+  CHECK(t.find("meta mark 0x1a1 meta l4proto tcp accept") < t.find("iifname \"al-g0\" counter drop"));
+  CHECK(t.find("oifname \"al-g0\" counter drop") != std::string::npos);
+}
+
 TEST_CASE("names that could smuggle nft syntax are refused") {
   gateway_rules g;
   g.iface = "eth0\" accept #";

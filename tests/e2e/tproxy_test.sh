@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The same gateway with TCP diverted by nft TPROXY instead of REDIRECT (airlock nft-rules
+# --tproxy, listen.tproxy): no NAT, the accepted socket keeps the address the client
+# meant. Allowed and denied HTTPS and HTTP, SNI spoofing, a bare address without SNI,
+# opaque TCP named from a DNS answer; and airlock on two event loops sharing the port
+# refuses a second daemon that tries to join it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+WORLD_RECORDS="allowed.airlock.test 203.0.113.10
+denied.airlock.test 203.0.113.66
+ssh.airlock.test 203.0.113.10"
+WORLD_CERT_NAMES="allowed.airlock.test denied.airlock.test"
+source "$here/lib/world.sh"
+source "$here/lib/check.sh"
+world_up
+
+# Swap the REDIRECT table world_up installed for the TPROXY one, with its policy routing.
+ip netns exec "$GW" nft delete table inet "airlock_${P}_g0"
+"$AIRLOCK" nft-rules --iface "$P-g0" --tproxy --proxy-port 15002 >"$W/tproxy.nft"
+ip netns exec "$GW" nft -f "$W/tproxy.nft"
+ip -n "$GW" rule add fwmark 0x1a1 lookup 417
+ip -n "$GW" route add local 0.0.0.0/0 dev lo table 417
+
+world_airlock_config e2e-tproxy <<'YAML'
+      - host: allowed.airlock.test
+      - host: ssh.airlock.test
+        ports: [22]
+YAML
+# listen: the TPROXY socket beside the REDIRECT one; two loops whatever the machine has.
+sed -i 's|^  proxy: 0.0.0.0:15001$|  proxy: 0.0.0.0:15001\n  tproxy: 0.0.0.0:15002|; s|^version: 1$|version: 1\nthreads: 2|' "$W/airlock.yaml"
+world_start_airlock -c "$W/airlock.yaml"
+world_tcp_banner "$ORIGIN_IP" 22
+world_tcp_banner "$ATTACKER_IP" 22
+
+expect "ready line names the TPROXY listener and two loops" grep -q 'tproxy=0.0.0.0:15002.*threads=2' "$W/airlock.stderr"
+expect "the diverted TCP has no NAT entry (TPROXY, not REDIRECT)" \
+  bash -c "! ip netns exec $GW nft list table inet airlock_${P}_g0 | grep -q 'redirect to :15002'"
+
+expect "https to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl https://allowed.airlock.test/
+expect "  its connect line: allow, destination as the client addressed it" \
+  line event=connect proto=tls name=allowed.airlock.test verdict=allow reason=host_allowed \
+  dst=203.0.113.10:443 upstream=203.0.113.10:443 session=e2e-tproxy
+expect "http to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl http://allowed.airlock.test/
+expect "  its connect line: allow over http" line event=connect proto=http name=allowed.airlock.test verdict=allow dst=203.0.113.10:80
+
+expect_not "https to a denied name at a forced address fails" \
+  sbx_curl --resolve denied.airlock.test:443:$ATTACKER_IP https://denied.airlock.test/
+expect "  its connect line: deny host_not_allowed" \
+  line event=connect proto=tls name=denied.airlock.test verdict=deny reason=host_not_allowed dst=$ATTACKER_IP:443
+expect "plain http with a denied Host gets a 403" \
+  body_is 403 sbx_curl -o /dev/null -w '%{http_code}' --resolve denied.airlock.test:80:$ATTACKER_IP http://denied.airlock.test/
+
+expect "SNI spoofing reaches the real origin, not the attacker" \
+  body_is "origin says hello to allowed.airlock.test" sbx_curl --resolve allowed.airlock.test:443:$ATTACKER_IP https://allowed.airlock.test/
+expect "  its connect line: dst_mismatch, upstream is the origin" \
+  line event=connect proto=tls name=allowed.airlock.test verdict=allow reason=dst_mismatch dst=$ATTACKER_IP:443 upstream=203.0.113.10:443
+expect_not "TLS to a bare address (no SNI) fails" world_sbx curl -sSk --max-time 10 https://$ATTACKER_IP/
+expect "  its connect line: deny no_name" line event=connect proto=tls dst=$ATTACKER_IP:443 verdict=deny reason=no_name
+
+ssh_probe() {  # ADDR PORT: sends a client banner, prints the server's
+  world_sbx timeout 10 python3 -c '
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+c.sendall(b"SSH-2.0-sandbox\r\n"); print(c.recv(256).decode().strip())' "$1" "$2"
+}
+world_sbx dig +short +time=3 +tries=1 @$GW_SBX_IP ssh.airlock.test >/dev/null
+expect "opaque TCP to an address from an allowed name's DNS answer works" \
+  body_is "SSH-2.0-airlock-e2e" ssh_probe 203.0.113.10 22
+expect "  its connect line: named from the DNS answer" \
+  line event=connect proto=tcp dst=203.0.113.10:22 name=ssh.airlock.test verdict=allow upstream=203.0.113.10:22
+expect_not "opaque TCP to an address no DNS answer gave out is refused" ssh_probe $ATTACKER_IP 22
+
+# Connections land on both loops (SO_REUSEPORT spreads them by address and port): 40
+# in a row all work and each has its own connection number.
+expect "40 connections in a row through both loops all work" bash -c "
+  for i in \$(seq 40); do ip netns exec $SBX curl -sS --max-time 10 -o /dev/null http://allowed.airlock.test/ || exit 1; done"
+expect "  and their connection numbers are all different" python3 -c '
+import json, sys
+conns = [json.loads(l)["conn"] for l in open(sys.argv[1]) if "\"event\":\"connect\"" in l]
+sys.exit(0 if len(conns) >= 40 and len(conns) == len(set(conns)) else 1)' "$W/decisions.jsonl"
+
+# A second daemon on the same ports must fail to start, not quietly take half the traffic.
+cp "$W/airlock.yaml" "$W/second.yaml"
+sed -i "s|decisions: .*|decisions: $W/second.jsonl|; /^  dns: /d" "$W/second.yaml"
+expect "a second daemon cannot join the first one's port group" bash -c "
+  ip netns exec $GW timeout 10 $AIRLOCK daemon -c $W/second.yaml 2>&1 | tee /dev/stderr | grep -q 'cannot listen for proxy on 0.0.0.0:15001'"
+
+# Nothing reached the attacker.
+expect_not "the attacker's origin saw no request" grep -q . "$W/attacker-access.log"
+
+kill -TERM "$AIRLOCK_PID"
+status=0
+wait "$AIRLOCK_PID" || status=$?
+expect "airlock exits 0 on SIGTERM" test "$status" -eq 0
+
+check_summary

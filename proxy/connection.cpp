@@ -88,8 +88,9 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
   steps::start_probe(ctx, guard, peer, *dst, client.get_executor());
 
   // 3. What it says: SNI or Host, within the peek deadline.
-  auto first = co_await sniff(client, ctx.settings.peek_limit);
+  auto first = co_await sniff(client, ctx.settings.peek_limit, ctx.settings.quiet_limit);
   ticket.judged();
+  if (first.silent) rec.notes.push_back("client_silent");
   rec.proto = first.type == sniffed::kind::tls ? "tls" : first.type == sniffed::kind::http ? "http" : "tcp";
   if (!first.name.empty()) rec.name = first.name;
   if (first.ech) rec.notes.push_back("ech_outer_sni");

@@ -51,6 +51,8 @@ class connection_ids {
 
 struct proxy_settings {
   std::chrono::steady_clock::duration peek_limit = std::chrono::seconds(5);
+  // Silence for this long from a transparent client: it waits for the server to speak.
+  std::chrono::steady_clock::duration quiet_limit = std::chrono::seconds(1);
   std::chrono::steady_clock::duration connect_limit = std::chrono::seconds(10);
   std::chrono::steady_clock::duration idle_limit = std::chrono::minutes(10);
 };

@@ -5,6 +5,7 @@
 #include "proxy/first_message.hpp"
 #include "proxy/http_head.hpp"
 
+#include <algorithm>
 #include <variant>
 
 namespace airlock::proxy {
@@ -69,14 +70,31 @@ std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool 
   return s;
 }
 
-asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit) {
+asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit,
+                               std::optional<std::chrono::steady_clock::duration> quiet_limit) {
   std::vector<std::byte> bytes;
+  const auto started = std::chrono::steady_clock::now();
+  if (quiet_limit) {
+    auto readable = [&]() -> asio::awaitable<void> {
+      co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
+    };
+    const bool spoke = co_await core::with_deadline(readable(), *quiet_limit);
+    if (!spoke) {
+      sniffed s;
+      s.type = sniffed::kind::opaque;
+      s.silent = true;
+      co_return s;
+    }
+    limit -= std::min(limit, std::chrono::steady_clock::now() - started);
+  }
+  bool looks_tls = false;
   auto read_until_known = [&]() -> asio::awaitable<sniffed> {
     std::vector<std::byte> chunk(4096);
     first_message_tracker framing;
     for (;;) {
       auto [ec, n] = co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
       bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
+      looks_tls = !bytes.empty() && bytes.front() == std::byte{0x16};
       if (ec && ec != asio::error::eof) co_return fail(bytes, reason::truncated);
       const bool at_eof = ec == asio::error::eof;
       // Full parses only when the framing says a verdict may be ready (A1: flat CPU for
@@ -88,7 +106,9 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
   };
   auto result = co_await core::with_deadline(read_until_known(), limit);
   if (result) co_return std::move(*result);
-  co_return fail(bytes, reason::timeout);
+  // A stalled TLS record is still TLS: refused with an alert, and logged as tls. (The
+  // cancelled read above has moved `bytes` into the result nobody took.)
+  co_return fail(bytes, reason::timeout, looks_tls ? sniffed::kind::tls : sniffed::kind::unknown);
 }
 
 }  // namespace airlock::proxy

@@ -24,11 +24,16 @@ struct sniffed {
   bool absolute_form = false;        // HTTP: the target was http://host[:port]/...
   std::size_t head_size = 0;         // HTTP: bytes of the request head (the rest is body)
   bool ech = false;                  // TLS: encrypted_client_hello present (name is the outer SNI)
+  bool silent = false;               // opaque: the client sent nothing within the quiet limit
   std::optional<policy::reason> failure;  // set when no name could be read: deny with it
   std::vector<std::byte> bytes;      // everything read; forwarded upstream first
 };
 
-boost::asio::awaitable<sniffed> sniff(boost::asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit);
+// `quiet_limit`: a client that sends nothing at all for that long is waiting for the server
+// to speak first (SMTP, MySQL, FTP...): it is opaque TCP, judged by address alone, and
+// relayed without waiting out `limit`. Absent: silence ends in `timeout` like a stalled hello.
+boost::asio::awaitable<sniffed> sniff(boost::asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit,
+                                      std::optional<std::chrono::steady_clock::duration> quiet_limit = std::nullopt);
 
 // What a list of first bytes says, without I/O (exposed for tests and fuzzing):
 // nullopt means "need more bytes".

@@ -25,13 +25,28 @@ ip -n "$GW" route add local 0.0.0.0/0 dev lo table 417
 world_airlock_config e2e-tproxy <<'YAML'
       - host: allowed.airlock.test
       - host: ssh.airlock.test
-        ports: [22]
+        ports: [22, 2525]
 YAML
 # listen: the TPROXY socket beside the REDIRECT one; two loops whatever the machine has.
 sed -i 's|^  proxy: 0.0.0.0:15001$|  proxy: 0.0.0.0:15001\n  tproxy: 0.0.0.0:15002|; s|^version: 1$|version: 1\nthreads: 2|' "$W/airlock.yaml"
 world_start_airlock -c "$W/airlock.yaml"
 world_tcp_banner "$ORIGIN_IP" 22
 world_tcp_banner "$ATTACKER_IP" 22
+# A server that speaks first (SMTP-like): the client sends nothing until it has the greeting.
+ip netns exec "$NET" timeout 120 python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("203.0.113.10", 2525)); s.listen(16)
+while True:
+    c, _ = s.accept(); c.settimeout(5)
+    try:
+        c.sendall(b"220 airlock-e2e ready\r\n"); c.sendall(b"250 got " + c.recv(256))
+    except OSError:
+        pass
+    c.close()
+' &
+WORLD_PIDS+=($!)
+world_wait_listen "$NET" t 2525
 
 expect "ready line names the TPROXY listener and two loops" grep -q 'tproxy=0.0.0.0:15002.*threads=2' "$W/airlock.stderr"
 expect "the diverted TCP has no NAT entry (TPROXY, not REDIRECT)" \
@@ -70,6 +85,33 @@ expect "opaque TCP to an address from an allowed name's DNS answer works" \
 expect "  its connect line: named from the DNS answer" \
   line event=connect proto=tcp dst=203.0.113.10:22 name=ssh.airlock.test verdict=allow upstream=203.0.113.10:22
 expect_not "opaque TCP to an address no DNS answer gave out is refused" ssh_probe $ATTACKER_IP 22
+
+# Server speaks first: a client that sends nothing is opaque TCP after the quiet limit (1 s),
+# judged by address, and gets the greeting; one that sends half a ClientHello and stalls is
+# still cut at the peek deadline (5 s) with reason timeout.
+speaks_first() {
+  world_sbx timeout 10 python3 -c '
+import socket, sys, time
+c = socket.create_connection(("203.0.113.10", 2525), timeout=8)
+t = time.monotonic(); greeting = c.recv(256).decode().strip()
+c.sendall(b"HELO sandbox\r\n"); reply = c.recv(256).decode().strip()
+print(greeting, "|", reply, "|", "late" if time.monotonic() - t > 3 else "in time")'
+}
+expect "a client waiting for the server's greeting gets it" \
+  body_is "220 airlock-e2e ready | 250 got HELO sandbox | in time" speaks_first
+expect "  its connect line: tcp, client_silent, named from the DNS answer" \
+  line event=connect proto=tcp dst=203.0.113.10:2525 name=ssh.airlock.test verdict=allow notes~=client_silent
+stalled_hello() {
+  world_sbx timeout 15 python3 -c '
+import socket, time
+c = socket.create_connection(("203.0.113.10", 443), timeout=12)
+c.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]))  # a record of 512, 6 sent
+t = time.monotonic(); data = c.recv(64)
+print("closed" if not data or data[0] == 0x15 else "data", round(time.monotonic() - t))'
+}
+expect "a ClientHello that never finishes is cut at the peek deadline" \
+  bash -c "$(declare -f world_sbx stalled_hello); SBX=$SBX; stalled_hello | grep -Eqx 'closed [456]'"
+expect "  its connect line: deny timeout" line event=connect proto=tls dst=203.0.113.10:443 verdict=deny reason=timeout
 
 # Connections land on both loops (SO_REUSEPORT spreads them by address and port): 40
 # in a row all work and each has its own connection number.

@@ -11,7 +11,7 @@ TGT_NOTE[direct]="no proxy: the gateway's kernel forwards"
 
 TGT_MODE[airlock]=redirect TGT_PORTS[airlock]="$PORT_AIRLOCK $PORT_AIRLOCK" TGT_PROCS[airlock]=airlock
 TGT_START[airlock]=start_airlock
-TGT_NOTE[airlock]="airlock $AIRLOCK_SOURCE, one process, one io_context (one core); nft REDIRECT + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; decision log to a file"
+TGT_NOTE[airlock]="airlock $AIRLOCK_SOURCE, one process, one event loop per CPU (threads: auto; the proxy listeners share their port by SO_REUSEPORT; DNS on the first loop); nft REDIRECT + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; decision log to a file"
 
 TGT_MODE[haproxy]=redirect TGT_PORTS[haproxy]="$PORT_HAPROXY_TLS $PORT_HAPROXY_HTTP" TGT_PROCS[haproxy]=haproxy
 TGT_START[haproxy]=start_haproxy
@@ -117,7 +117,7 @@ DNS_PORT[dnsdist]=$PORT_DNS_DNSDIST DNS_PROC[dnsdist]=dns-dnsdist
 DNS_CMD[dnsdist]="dnsdist --supervised --disable-syslog -C $WORK/cfg/dnsdist.conf"
 DNS_NOTE[dnsdist]="dnsdist $(dnsdist --version 2>/dev/null | awk 'NR==1{print $2}'), $GW_THREADS listeners, SuffixMatchNode allow + RCodeAction(REFUSED), packet cache, NSD behind"
 DNS_PORT[airlock]=$PORT_DNS_AIRLOCK DNS_PROC[airlock]=airlock
-DNS_NOTE[airlock]="airlock, one io_context; the same process as the proxy target; NXDOMAIN for denied names; per-session rate limit raised out of the way"
+DNS_NOTE[airlock]="airlock, DNS on one event loop; the same process as the proxy target; NXDOMAIN for denied names; per-session rate limit raised out of the way"
 
 dns_addr() { if [[ $1 == auth ]]; then echo "$IP_S"; else echo "$IP_GC"; fi; }
 

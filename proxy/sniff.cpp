@@ -74,7 +74,8 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
                                std::optional<std::chrono::steady_clock::duration> quiet_limit) {
   std::vector<std::byte> bytes;
   const auto started = std::chrono::steady_clock::now();
-  if (quiet_limit) {
+  boost::system::error_code ignored;
+  if (quiet_limit && client.available(ignored) == 0) {  // most clients have spoken already: no timer
     auto readable = [&]() -> asio::awaitable<void> {
       co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
     };

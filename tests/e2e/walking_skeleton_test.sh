@@ -69,6 +69,22 @@ expect "the DoH canary use-application-dns.net gets NXDOMAIN" \
 expect "  its dns line names it" line event=dns name=use-application-dns.net verdict=deny reason=host_denied
 expect_not "  and the upstream never saw it" grep -q 'use-application-dns' "$W/unbound.log"
 
+# A ClientHello cut into TCP segments or spread over several TLS records is judged the same.
+split_hello() { world_sbx timeout 20 python3 "$here/lib/split_hello.py" "$1" "$2" "$3" "$W/ca.crt"; }
+expect "an allowed hello in 7 segments 20 ms apart works" \
+  body_is "origin says hello to allowed.airlock.test" split_hello segments allowed.airlock.test 203.0.113.10
+expect "an allowed hello over several TLS records works" \
+  body_is "origin says hello to allowed.airlock.test" split_hello records allowed.airlock.test 203.0.113.10
+expect "a denied hello in segments is still refused with an alert" \
+  bash -c "$(declare -f world_sbx split_hello); SBX=$SBX W=$W here=$here; split_hello segments denied.airlock.test $ATTACKER_IP | grep -q 'refused:.*ACCESS_DENIED'"
+expect "a denied hello over records is still refused with an alert" \
+  bash -c "$(declare -f world_sbx split_hello); SBX=$SBX W=$W here=$here; split_hello records denied.airlock.test $ATTACKER_IP | grep -q 'refused:.*ACCESS_DENIED'"
+expect "  both denials logged as tls host_not_allowed" python3 -c '
+import json, sys
+n = sum(1 for l in open(sys.argv[1]) if (o := json.loads(l)).get("name") == "denied.airlock.test"
+        and o.get("event") == "connect" and o.get("proto") == "tls" and o.get("reason") == "host_not_allowed")
+sys.exit(0 if n >= 2 else 1)' "$W/decisions.jsonl"
+
 # 3. Denied by the proxy even when the client brings its own address.
 expect_not "https to a denied name at a forced address fails" \
   sbx_curl --resolve denied.airlock.test:443:$ATTACKER_IP https://denied.airlock.test/

@@ -72,6 +72,8 @@ render_all() {
 r $WORK/allow/airlock-rules.yaml
 d
 }" "$WORK/cfg/airlock.yaml"
+  # AIRLOCK_THREADS=N measures airlock with N event loops (default: threads: auto).
+  if [[ -n ${AIRLOCK_THREADS:-} ]]; then echo "threads: $AIRLOCK_THREADS" >>"$WORK/cfg/airlock.yaml"; fi
 }
 
 setup_material() {

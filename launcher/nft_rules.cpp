@@ -13,45 +13,6 @@ bool safe_name(const std::string& s, std::size_t max) {
   });
 }
 
-// The TPROXY variant: DNS is still redirected (UDP has no transparent listener here), TCP
-// is diverted before routing to airlock's transparent socket, marked, and delivered locally
-// by policy routing. The input chain admits only what was diverted or redirected.
-std::string render_tproxy(const std::string& table, const std::string& iface, const std::string& proxy,
-                          const std::string& dns) {
-  const std::string in = "iifname \"" + iface + "\"";
-  char mark[16];
-  std::snprintf(mark, sizeof mark, "0x%x", tproxy_mark);
-  return std::string("# TPROXY needs policy routing for the mark, once per network namespace:\n") +
-         "#   ip rule add fwmark " + mark + " lookup " + std::to_string(tproxy_mark) + "\n" +
-         "#   ip route add local 0.0.0.0/0 dev lo table " + std::to_string(tproxy_mark) + "\n" +
-         "#   ip -6 rule add fwmark " + mark + " lookup " + std::to_string(tproxy_mark) + "\n" +
-         "#   ip -6 route add local ::/0 dev lo table " + std::to_string(tproxy_mark) + "\n" +
-         "table inet " + table + " {\n" +
-         "  chain divert {\n"
-         "    type filter hook prerouting priority mangle; policy accept;\n"
-         "    " + in + " meta nfproto ipv4 tcp dport != 53 tproxy ip to :" + proxy + " meta mark set " + mark + " accept\n" +
-         "    " + in + " meta nfproto ipv6 tcp dport != 53 tproxy ip6 to :" + proxy + " meta mark set " + mark + " accept\n" +
-         "  }\n"
-         "  chain prerouting {\n"
-         "    type nat hook prerouting priority dstnat; policy accept;\n"
-         "    " + in + " udp dport 53 redirect to :" + dns + "\n" +
-         "    " + in + " tcp dport 53 redirect to :" + dns + "\n" +
-         "  }\n"
-         "  chain input {\n"
-         "    type filter hook input priority filter; policy accept;\n"
-         "    " + in + " meta mark " + mark + " meta l4proto tcp accept\n" +
-         "    " + in + " ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
-         "    " + in + " icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept\n" +
-         "    " + in + " counter drop\n" +
-         "  }\n"
-         "  chain forward {\n"
-         "    type filter hook forward priority filter; policy accept;\n"
-         "    " + in + " counter drop\n" +
-         "    oifname \"" + iface + "\" counter drop\n" +
-         "  }\n"
-         "}\n";
-}
-
 }  // namespace
 
 boost::system::result<std::string, std::string> render(const gateway_rules& g) {
@@ -69,38 +30,59 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
   if (g.proxy_port == 0 || g.dns_port == 0 || g.proxy_port == g.dns_port)
     return refuse("proxy and DNS ports must be distinct and non-zero");
 
-  const std::string in = "iifname \"" + g.iface + "\"";
+  const std::string in = "    iifname \"" + g.iface + "\" ";
   const std::string proxy = std::to_string(g.proxy_port);
   const std::string dns = std::to_string(g.dns_port);
-  if (g.tproxy)
-    return boost::system::result<std::string, std::string>(boost::system::in_place_value,
-                                                           render_tproxy(table, g.iface, proxy, dns));
+  char mark[16];
+  std::snprintf(mark, sizeof mark, "0x%x", tproxy_mark);
+  const std::string table_id = std::to_string(tproxy_mark);
+
   // The sandbox's only way out is airlock's two sockets: DNS goes to the DNS server,
   // every other TCP connection to the proxy, and nothing else is accepted or forwarded.
-  // `ct status dnat` admits only redirected packets, so a sandbox cannot address the
-  // gateway's own ports (admin, control, ssh) even by aiming at the proxy's port.
-  return boost::system::result<std::string, std::string>(boost::system::in_place_value, "table inet " + table + " {\n" +
-         "  chain prerouting {\n"
-         "    type nat hook prerouting priority dstnat; policy accept;\n"
-         "    " + in + " udp dport 53 redirect to :" + dns + "\n" +
-         "    " + in + " tcp dport 53 redirect to :" + dns + "\n" +
-         "    " + in + " meta l4proto tcp redirect to :" + proxy + "\n" +
-         "  }\n"
+  // REDIRECT: `ct status dnat` admits only redirected packets, so a sandbox cannot address
+  // the gateway's own ports (admin, control, ssh) even by aiming at the proxy's port.
+  // TPROXY: TCP is diverted before routing, unchanged, to airlock's transparent socket and
+  // marked; only marked TCP is admitted (DNS is still redirected: UDP has no transparent
+  // listener here), and policy routing delivers the marked packets locally.
+  std::string out;
+  if (g.tproxy) {
+    out += std::string("# TPROXY needs policy routing for the mark, once per network namespace:\n") +
+           "#   ip rule add fwmark " + mark + " lookup " + table_id + "\n" +
+           "#   ip route add local 0.0.0.0/0 dev lo table " + table_id + "\n" +
+           "#   ip -6 rule add fwmark " + mark + " lookup " + table_id + "\n" +
+           "#   ip -6 route add local ::/0 dev lo table " + table_id + "\n";
+  }
+  out += "table inet " + table + " {\n";
+  if (g.tproxy) {
+    out += "  chain divert {\n"
+           "    type filter hook prerouting priority mangle; policy accept;\n" +
+           in + "meta nfproto ipv4 tcp dport != 53 tproxy ip to :" + proxy + " meta mark set " + mark + " accept\n" +
+           in + "meta nfproto ipv6 tcp dport != 53 tproxy ip6 to :" + proxy + " meta mark set " + mark + " accept\n" +
+           "  }\n";
+  }
+  out += "  chain prerouting {\n"
+         "    type nat hook prerouting priority dstnat; policy accept;\n" +
+         in + "udp dport 53 redirect to :" + dns + "\n" +
+         in + "tcp dport 53 redirect to :" + dns + "\n";
+  if (!g.tproxy) out += in + "meta l4proto tcp redirect to :" + proxy + "\n";
+  out += "  }\n"
          "  chain input {\n"
-         "    type filter hook input priority filter; policy accept;\n"
-         "    " + in + " ct status dnat tcp dport " + proxy + " accept\n" +
-         "    " + in + " ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
+         "    type filter hook input priority filter; policy accept;\n" +
+         (g.tproxy ? in + "meta mark " + mark + " meta l4proto tcp accept\n"
+                   : in + "ct status dnat tcp dport " + proxy + " accept\n") +
+         in + "ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
          // IPv6 needs neighbour discovery to reach the gateway at all (what ARP is to
          // IPv4, which nft never sees); hop limit 255 means it came from the link itself.
-         "    " + in + " icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept\n" +
-         "    " + in + " counter drop\n" +
+         in + "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept\n" +
+         in + "counter drop\n" +
          "  }\n"
          "  chain forward {\n"
-         "    type filter hook forward priority filter; policy accept;\n"
-         "    " + in + " counter drop\n" +
+         "    type filter hook forward priority filter; policy accept;\n" +
+         in + "counter drop\n" +
          "    oifname \"" + g.iface + "\" counter drop\n" +
          "  }\n"
-         "}\n");
+         "}\n";
+  return boost::system::result<std::string, std::string>(boost::system::in_place_value, std::move(out));
 }
 
 }  // namespace airlock::launcher

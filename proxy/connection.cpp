@@ -219,14 +219,8 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
 // the resolution and the full record (a 2.4 KiB frame); an idle relayed connection keeps
 // only this frame (the sockets, the ticket, the packed line) and the relay's own state.
 asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) {
-  auto ticket = ctx.limits.accept();
-  steps::relayed_line line(ctx.log);
-  tcp::socket upstream(client.get_executor());
-  std::uint64_t sent_up = 0;
-  if (!co_await judge_and_connect(client, upstream, ctx, ticket, line, sent_up)) co_return;
-  // 8. Relay both ways until both are done, the connection idles out or a budget cuts it.
-  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
-  line.relayed(totals, sent_up, ticket);
+  // 8. Relayed in steps::judge_then_relay (shared with the explicit listener).
+  return steps::judge_then_relay(std::move(client), ctx, &judge_and_connect);
 }
 
 }  // namespace airlock::proxy

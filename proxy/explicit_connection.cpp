@@ -210,13 +210,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
 }  // namespace
 
 asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_context& ctx) {
-  auto ticket = ctx.limits.accept();
-  steps::relayed_line line(ctx.log);
-  tcp::socket upstream(client.get_executor());
-  std::uint64_t sent_up = 0;
-  if (!co_await judge_and_connect(client, upstream, ctx, ticket, line, sent_up)) co_return;
-  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
-  line.relayed(totals, sent_up, ticket);
+  return steps::judge_then_relay(std::move(client), ctx, &judge_and_connect);
 }
 
 }  // namespace airlock::proxy

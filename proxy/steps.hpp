@@ -69,6 +69,16 @@ class relayed_line {
   std::string_view spent_;  // the budget a cut connection spent
 };
 
+// A connection's life after its accept, for both listeners: `judge` reads, decides and
+// connects (and answers a refusal itself), then the two sockets are relayed here until
+// both are done, the connection idles out or a budget cuts it. The handlers return this
+// awaitable rather than awaiting it, so an idle connection holds one frame, not two.
+using judge_fn = boost::asio::awaitable<bool> (*)(boost::asio::ip::tcp::socket& client,
+                                                  boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,
+                                                  limiter::ticket& ticket, relayed_line& line,
+                                                  std::uint64_t& sent_up);
+boost::asio::awaitable<void> judge_then_relay(boost::asio::ip::tcp::socket client, proxy_context& ctx, judge_fn judge);
+
 // A decision record as one string and back (exposed for tests).
 std::string pack(const core::decision_record& r);
 core::decision_record unpack(std::string_view packed);

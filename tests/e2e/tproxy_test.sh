@@ -73,18 +73,12 @@ expect "  its connect line: dst_mismatch, upstream is the origin" \
 expect_not "TLS to a bare address (no SNI) fails" world_sbx curl -sSk --max-time 10 https://$ATTACKER_IP/
 expect "  its connect line: deny no_name" line event=connect proto=tls dst=$ATTACKER_IP:443 verdict=deny reason=no_name
 
-ssh_probe() {  # ADDR PORT: sends a client banner, prints the server's
-  world_sbx timeout 10 python3 -c '
-import socket, sys
-c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-c.sendall(b"SSH-2.0-sandbox\r\n"); print(c.recv(256).decode().strip())' "$1" "$2"
-}
 world_sbx dig +short +time=3 +tries=1 @$GW_SBX_IP ssh.airlock.test >/dev/null
 expect "opaque TCP to an address from an allowed name's DNS answer works" \
-  body_is "SSH-2.0-airlock-e2e" ssh_probe 203.0.113.10 22
+  body_is "SSH-2.0-airlock-e2e" world_tcp_probe 203.0.113.10 22
 expect "  its connect line: named from the DNS answer" \
   line event=connect proto=tcp dst=203.0.113.10:22 name=ssh.airlock.test verdict=allow upstream=203.0.113.10:22
-expect_not "opaque TCP to an address no DNS answer gave out is refused" ssh_probe $ATTACKER_IP 22
+expect_not "opaque TCP to an address no DNS answer gave out is refused" world_tcp_probe $ATTACKER_IP 22
 
 # Server speaks first: a client that sends nothing is opaque TCP after the quiet limit (1 s),
 # judged by address, and gets the greeting; one that sends half a ClientHello and stalls is

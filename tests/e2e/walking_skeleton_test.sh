@@ -121,21 +121,15 @@ expect "  its connect line: deny private_address" line event=connect name=privat
 
 # 7. Opaque TCP (ssh-like, no name on the wire): allowed only to an address this sandbox got
 #    from airlock's DNS for a name allowed on that port.
-ssh_probe() {  # ADDR PORT: sends a client banner, prints the server's
-  world_sbx timeout 10 python3 -c '
-import socket, sys
-c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-c.sendall(b"SSH-2.0-sandbox\r\n"); print(c.recv(256).decode().strip())' "$1" "$2"
-}
 world_sbx dig +short +time=3 +tries=1 @$GW_SBX_IP ssh.airlock.test >/dev/null
 expect "ssh-like TCP to an address learned from an allowed name's DNS answer works" \
-  body_is "SSH-2.0-airlock-e2e" ssh_probe 203.0.113.10 22
+  body_is "SSH-2.0-airlock-e2e" world_tcp_probe 203.0.113.10 22
 expect "  its connect line: tcp, named from the DNS answer, allowed by the name's rule" \
   line event=connect proto=tcp dst=203.0.113.10:22 name=ssh.airlock.test verdict=allow reason=host_allowed upstream=203.0.113.10:22
-expect_not "the same address on a port the rule does not list is refused" ssh_probe 203.0.113.10 2222
+expect_not "the same address on a port the rule does not list is refused" world_tcp_probe 203.0.113.10 2222
 expect "  its connect line: port_not_allowed, still named" \
   line event=connect proto=tcp dst=203.0.113.10:2222 name=ssh.airlock.test verdict=deny reason=port_not_allowed
-expect_not "ssh-like TCP to an address no DNS answer gave out is refused" ssh_probe $ATTACKER_IP 22
+expect_not "ssh-like TCP to an address no DNS answer gave out is refused" world_tcp_probe $ATTACKER_IP 22
 expect "  its connect line: no_name" line event=connect proto=tcp dst=$ATTACKER_IP:22 verdict=deny reason=no_name
 
 # 8. Nothing ever reached the attacker, and the log is well-formed and complete.

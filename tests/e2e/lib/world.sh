@@ -177,6 +177,15 @@ while True:
   world_wait_listen "$NET" t "$port"
 }
 
+# world_tcp_probe ADDR PORT: from the sandbox, sends an ssh-like client banner and prints the
+# server's (what world_tcp_banner answers).
+world_tcp_probe() {
+  world_sbx timeout 10 python3 -c '
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+c.sendall(b"SSH-2.0-sandbox\r\n"); print(c.recv(256).decode().strip())' "$1" "$2"
+}
+
 # Waits (bounded) until something listens on PROTO ADDR:PORT inside namespace NS.
 world_wait_listen() {
   local ns=$1 proto=$2 port=$3

@@ -194,12 +194,13 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
   }
 
   // 7. Connect; the client's first bytes go first.
-  if (!co_await connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
+  const auto reached = co_await connect_any(upstream, targets, port, ctx.settings.connect_limit);
+  if (!reached) {
     rec.reason = reason::upstream_unreachable;
     co_await refuse(client, sniffed::kind::unknown, guard);
     co_return false;
   }
-  rec.upstream = text(upstream.remote_endpoint(ec));
+  rec.upstream = text(*reached);
   auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(first.bytes), nothrow);
   if (wec) {
     rec.bytes_up = wn;

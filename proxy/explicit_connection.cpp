@@ -174,12 +174,13 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
       co_return false;
     }
   }
-  if (!co_await steps::connect_any(upstream, targets, port, ctx.settings.connect_limit)) {
+  const auto reached = co_await steps::connect_any(upstream, targets, port, ctx.settings.connect_limit);
+  if (!reached) {
     rec.reason = reason::upstream_unreachable;
     co_await steps::refuse(client, channel, guard);
     co_return false;
   }
-  rec.upstream = steps::text(upstream.remote_endpoint(ec));
+  rec.upstream = steps::text(*reached);
 
   // 5. A tunnel answers 200 and relays whatever follows (bytes the client sent after the
   //    CONNECT head go first); a plain request is forwarded once, with Connection: close,

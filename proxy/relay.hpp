@@ -3,11 +3,12 @@
 // way does not end the other), an idle watchdog ends connections where nothing moves,
 // and the byte counts end up in the decision line.
 //
-// Nothing is read into airlock once a connection is allowed: bytes move socket -> pipe ->
-// socket with splice(2), and a pipe is taken from a per-thread pool only while data is in
-// flight, so an idle connection holds no buffer at all. Where splice is refused (EINVAL),
-// a 16 KiB buffer is used the same way: taken when the socket is readable, given back
-// when the bytes are written.
+// Bytes are held only while they move, so an idle connection holds no buffer at all. Each
+// direction starts by copying through a 16 KiB buffer (two system calls a step, no pipe:
+// what a request and its small answer need); once a read fills that buffer the direction
+// is bulk and moves socket -> pipe -> socket with splice(2), nothing read into airlock.
+// Buffers and pipes come from per-thread pools and go back empty; where splice is refused
+// (EINVAL) the copy goes on.
 //
 // An idle relayed connection costs one small heap object, two pending waits (either
 // socket readable) and a node in its event loop's idle watchdog (one timer per loop):

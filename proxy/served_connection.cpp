@@ -32,13 +32,13 @@ asio::awaitable<std::optional<tcp::socket>> connect_upstream(tcp::socket& client
                                                              const served_target& t, steps::emit_once& line,
                                                              proxy_context& ctx) {
   tcp::socket raw(client.get_executor());
-  if (!co_await steps::connect_any(raw, t.addresses, t.port, ctx.settings.connect_limit)) {
+  const auto reached = co_await steps::connect_any(raw, t.addresses, t.port, ctx.settings.connect_limit);
+  if (!reached) {
     line.record.reason = reason::upstream_unreachable;
     co_await steps::refuse(client, channel, line);
     co_return std::nullopt;
   }
-  boost::system::error_code ec;
-  line.record.upstream = steps::text(raw.remote_endpoint(ec));
+  line.record.upstream = steps::text(*reached);
   co_return std::move(raw);
 }
 

@@ -1,11 +1,13 @@
 #include "proxy/sniff.hpp"
 
 #include "core/deadline.hpp"
+#include "core/deadline_watch.hpp"
 #include "proxy/client_hello.hpp"
 #include "proxy/first_message.hpp"
 #include "proxy/http_head.hpp"
 
 #include <algorithm>
+#include <array>
 #include <variant>
 
 namespace airlock::proxy {
@@ -75,12 +77,10 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
   std::vector<std::byte> bytes;
   const auto started = std::chrono::steady_clock::now();
   boost::system::error_code ignored;
-  if (quiet_limit && client.available(ignored) == 0) {  // most clients have spoken already: no timer
-    auto readable = [&]() -> asio::awaitable<void> {
-      co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
-    };
-    const bool spoke = co_await core::with_deadline(readable(), *quiet_limit);
-    if (!spoke) {
+  if (quiet_limit && client.available(ignored) == 0) {  // most clients have spoken already: no wait
+    const core::cancel_after quiet(client, *quiet_limit);
+    co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
+    if (quiet.passed()) {
       sniffed s;
       s.type = sniffed::kind::opaque;
       s.silent = true;
@@ -88,27 +88,23 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
     }
     limit -= std::min(limit, std::chrono::steady_clock::now() - started);
   }
-  bool looks_tls = false;
-  auto read_until_known = [&]() -> asio::awaitable<sniffed> {
-    std::vector<std::byte> chunk(4096);
-    first_message_tracker framing;
-    for (;;) {
-      auto [ec, n] = co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
-      bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
-      looks_tls = !bytes.empty() && bytes.front() == std::byte{0x16};
-      if (ec && ec != asio::error::eof) co_return fail(bytes, reason::truncated);
-      const bool at_eof = ec == asio::error::eof;
-      // Full parses only when the framing says a verdict may be ready (A1: flat CPU for
-      // a client that sends one byte per segment).
-      if (at_eof || framing.maybe_complete(bytes))
-        if (auto s = classify_first_bytes(bytes, at_eof)) co_return std::move(*s);
-      if (bytes.size() >= max_first_bytes) co_return fail(bytes, reason::too_large);
-    }
-  };
-  auto result = co_await core::with_deadline(read_until_known(), limit);
-  if (result) co_return std::move(*result);
-  // A stalled TLS record is still TLS: refused with an alert, and logged as tls. (The
-  // cancelled read above has moved `bytes` into the result nobody took.)
+  const core::cancel_after deadline(client, limit);
+  std::array<std::byte, 4096> chunk;
+  first_message_tracker framing;
+  while (!deadline.passed()) {
+    auto [ec, n] = co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
+    if (deadline.passed()) break;
+    if (ec && ec != asio::error::eof) co_return fail(bytes, reason::truncated);
+    const bool at_eof = ec == asio::error::eof;
+    // Full parses only when the framing says a verdict may be ready (A1: flat CPU for
+    // a client that sends one byte per segment).
+    if (at_eof || framing.maybe_complete(bytes))
+      if (auto s = classify_first_bytes(bytes, at_eof)) co_return std::move(*s);
+    if (bytes.size() >= max_first_bytes) co_return fail(bytes, reason::too_large);
+  }
+  // A stalled TLS record is still TLS: refused with an alert, and logged as tls.
+  const bool looks_tls = !bytes.empty() && bytes.front() == std::byte{0x16};
   co_return fail(bytes, reason::timeout, looks_tls ? sniffed::kind::tls : sniffed::kind::unknown);
 }
 

@@ -1,6 +1,7 @@
 #include "proxy/steps.hpp"
 
 #include "core/deadline.hpp"
+#include "core/deadline_watch.hpp"
 #include "dns/lookup.hpp"
 #include "policy/special_addresses.hpp"
 #include "proxy/relay.hpp"
@@ -278,17 +279,16 @@ relayed_line::~relayed_line() {
   }
 }
 
-asio::awaitable<bool> connect_any(tcp::socket& upstream, const std::vector<asio::ip::address>& addresses,
-                                  std::uint16_t port, std::chrono::steady_clock::duration limit) {
+asio::awaitable<std::optional<tcp::endpoint>> connect_any(tcp::socket& upstream,
+                                                         const std::vector<asio::ip::address>& addresses,
+                                                         std::uint16_t port, std::chrono::steady_clock::duration limit) {
   std::vector<tcp::endpoint> endpoints;
   for (const auto& a : addresses) endpoints.emplace_back(a, port);
-  auto attempt = [&]() -> asio::awaitable<bool> {
-    auto [ec, ep] = co_await asio::async_connect(upstream, endpoints, nothrow);
-    if (!ec) no_delay(upstream);
-    co_return !ec;
-  };
-  auto ok = co_await core::with_deadline(attempt(), limit);
-  co_return ok && *ok;
+  const core::cancel_after deadline(upstream, limit, core::when_due::close);
+  auto [ec, ep] = co_await asio::async_connect(upstream, endpoints, nothrow);
+  if (ec || deadline.passed()) co_return std::nullopt;
+  no_delay(upstream);
+  co_return ep;
 }
 
 asio::awaitable<void> judge_then_relay(tcp::socket client, proxy_context& ctx, judge_fn judge) {

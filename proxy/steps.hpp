@@ -111,9 +111,10 @@ boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(pro
                                                                              std::uint16_t port,
                                                                              core::decision_record& rec);
 
-// Connects to the first address that answers, within one overall deadline.
-boost::asio::awaitable<bool> connect_any(boost::asio::ip::tcp::socket& upstream,
-                                         const std::vector<boost::asio::ip::address>& addresses, std::uint16_t port,
-                                         std::chrono::steady_clock::duration limit);
+// Connects to the first address that answers, within one overall deadline: the endpoint
+// it reached, or nullopt (the socket is then closed).
+boost::asio::awaitable<std::optional<boost::asio::ip::tcp::endpoint>> connect_any(
+    boost::asio::ip::tcp::socket& upstream, const std::vector<boost::asio::ip::address>& addresses,
+    std::uint16_t port, std::chrono::steady_clock::duration limit);
 
 }  // namespace airlock::proxy::steps

@@ -131,6 +131,44 @@ TEST_CASE("relay: both ways, a half-close passed on, byte counts") {
   CHECK_FALSE(out.totals->cut);
 }
 
+// Bytes that say where they are: a reordering or a lost chunk shows.
+std::string pattern(std::size_t n, char salt) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i)
+    s[i] = static_cast<char>((i * 131 + i / 4096 + static_cast<unsigned char>(salt)) & 0xff);
+  return s;
+}
+
+TEST_CASE("relay: a small exchange copied, then a stream that turns bulk (splice), arrive whole and in order") {
+  wiring w;
+  outcome out;
+  const std::string head = pattern(100, 'h'), body = pattern(1 << 20, 'b'), answer = pattern(3 << 20, 'a');
+  std::string at_upstream, at_client;
+  spawn(w.io, run_relay(w, out, 5s));
+  spawn(w.io, [](wiring& ws, const std::string& h, const std::string& b, std::string& got) -> asio::awaitable<void> {
+    co_await asio::async_write(ws.client, asio::buffer(h), nothrow);  // a step of its own (copied)
+    asio::steady_timer t(ws.io);
+    t.expires_after(50ms);
+    co_await t.async_wait(nothrow);
+    co_await asio::async_write(ws.client, asio::buffer(b), nothrow);  // fills the buffer: bulk
+    ws.client.shutdown(tcp::socket::shutdown_send);
+    got = co_await read_all(ws.client);
+  }(w, head, body, at_client));
+  spawn(w.io, [](wiring& ws, const std::string& a, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(ws.upstream);
+    co_await asio::async_write(ws.upstream, asio::buffer(a), nothrow);
+    ws.upstream.shutdown(tcp::socket::shutdown_send);
+  }(w, answer, at_upstream));
+  w.io.run_for(20s);
+  REQUIRE(out.totals.has_value());
+  CHECK(at_upstream.size() == head.size() + body.size());
+  CHECK(at_upstream == head + body);
+  CHECK(at_client.size() == answer.size());
+  CHECK(at_client == answer);
+  CHECK(out.totals->up == head.size() + body.size());
+  CHECK(out.totals->down == answer.size());
+}
+
 TEST_CASE("relay: an idle connection ends at the idle limit, traffic pushes it back") {
   wiring w;
   outcome out;

@@ -52,7 +52,12 @@ class deadline_watch final : public boost::asio::execution_context::service {
     lane* l = nullptr;
     for (auto& x : lanes_)
       if (x->limit == limit) l = x.get();
-    if (!l) l = lanes_.emplace_back(std::make_unique<lane>(limit)).get();
+    if (!l) {
+      // Limits are few (the settings'); should a caller bring many, empty lanes go first, so
+      // the lanes never outnumber the limits in use by much.
+      if (lanes_.size() >= max_idle_lanes) std::erase_if(lanes_, [](const auto& x) { return !x->head; });
+      l = lanes_.emplace_back(std::make_unique<lane>(limit)).get();
+    }
     e.watch_lane = l;
     e.watch_deadline = clock::now() + limit;
     push_back(*l, e);
@@ -69,6 +74,8 @@ class deadline_watch final : public boost::asio::execution_context::service {
     e.watch_lane = &l;
     push_back(l, e);
   }
+  std::size_t lanes() const noexcept { return lanes_.size(); }
+
   void forget(entry& e) noexcept {
     if (!e.watch_lane) return;
     unlink(e);
@@ -135,6 +142,7 @@ class deadline_watch final : public boost::asio::execution_context::service {
     timer_.reset();
   }
 
+  static constexpr std::size_t max_idle_lanes = 8;
   std::vector<std::unique_ptr<lane>> lanes_;  // one per limit in use: few
   std::optional<boost::asio::steady_timer> timer_;
   bool waiting_ = false;

@@ -14,23 +14,9 @@ namespace {
 constexpr int so_original_dst = 80;
 constexpr int ip6t_so_original_dst = 80;
 
-}  // namespace
-
-boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> original_dst(
-    boost::asio::ip::tcp::socket& socket) noexcept {
-  boost::system::error_code ec;
-  const auto local = socket.local_endpoint(ec);
-  if (ec) return std::error_code(ec.value(), std::generic_category());
-  const int fd = socket.native_handle();
-  // Accepted from a TPROXY listener: nothing was translated, the connection still has
-  // the address the client meant, as its local end (also without connection tracking).
-  int transparent = 0;
-  socklen_t size = sizeof transparent;
-  const bool v4 = local.address().is_v4();
-  if (::getsockopt(fd, v4 ? SOL_IP : SOL_IPV6, v4 ? IP_TRANSPARENT : IPV6_TRANSPARENT, &transparent, &size) == 0 &&
-      transparent != 0)
-    return local;
-  if (v4 || local.address().to_v6().is_v4_mapped()) {
+// The original tuple's destination, as conntrack kept it (ENOENT: no entry).
+boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> translated_dst(int fd, bool v4) noexcept {
+  if (v4) {
     sockaddr_in sa{};
     socklen_t len = sizeof sa;
     if (::getsockopt(fd, SOL_IP, so_original_dst, &sa, &len) != 0)
@@ -46,6 +32,28 @@ boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> original_
   boost::asio::ip::address_v6::bytes_type b;
   std::memcpy(b.data(), &sa.sin6_addr, 16);
   return boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v6(b), ntohs(sa.sin6_port));
+}
+
+}  // namespace
+
+boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> original_dst(
+    boost::asio::ip::tcp::socket& socket) noexcept {
+  boost::system::error_code ec;
+  const auto local = socket.local_endpoint(ec);
+  if (ec) return std::error_code(ec.value(), std::generic_category());
+  const int fd = socket.native_handle();
+  auto found = translated_dst(fd, local.address().is_v4() || local.address().to_v6().is_v4_mapped());
+  if (found.has_value() || found.error() != std::errc::no_such_file_or_directory) return found;
+  // No conntrack entry: accepted from a TPROXY listener without connection tracking, where
+  // nothing was translated and the local end is the address the client meant. (With
+  // tracking, the original tuple above already says the same.)
+  int transparent = 0;
+  socklen_t size = sizeof transparent;
+  const bool v4 = local.address().is_v4();
+  if (::getsockopt(fd, v4 ? SOL_IP : SOL_IPV6, v4 ? IP_TRANSPARENT : IPV6_TRANSPARENT, &transparent, &size) == 0 &&
+      transparent != 0)
+    return local;
+  return found;
 }
 
 }  // namespace airlock::proxy

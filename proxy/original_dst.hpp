@@ -1,6 +1,8 @@
 #pragma once
 // Where the client meant to go before nft REDIRECT sent it to us (SO_ORIGINAL_DST for
-// IPv4, IP6T_SO_ORIGINAL_DST for IPv6; both read conntrack's original tuple).
+// IPv4, IP6T_SO_ORIGINAL_DST for IPv6; both read conntrack's original tuple). A connection
+// from a TPROXY listener was never translated: the same tuple says where it went, and
+// without connection tracking its local end does.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/result.hpp>
 

@@ -75,20 +75,18 @@ std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool 
 asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit,
                                std::optional<std::chrono::steady_clock::duration> quiet_limit) {
   std::vector<std::byte> bytes;
-  const auto started = std::chrono::steady_clock::now();
   boost::system::error_code ignored;
+  const core::cancel_after deadline(client, limit);  // for the whole of it, a quiet start included
   if (quiet_limit && client.available(ignored) == 0) {  // most clients have spoken already: no wait
     const core::cancel_after quiet(client, *quiet_limit);
     co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
-    if (quiet.passed()) {
+    if (quiet.passed() && !deadline.passed()) {
       sniffed s;
       s.type = sniffed::kind::opaque;
       s.silent = true;
       co_return s;
     }
-    limit -= std::min(limit, std::chrono::steady_clock::now() - started);
   }
-  const core::cancel_after deadline(client, limit);
   std::array<std::byte, 4096> chunk;
   first_message_tracker framing;
   while (!deadline.passed()) {

@@ -104,6 +104,14 @@ TEST_CASE("cancel_after: deadlines of different limits on one loop each pass at 
   CHECK(slow.took >= 600ms);
 }
 
+TEST_CASE("deadline_watch: many different limits, one after another, leave few lanes behind") {
+  pair_of_sockets p;
+  for (int i = 1; i <= 200; ++i) {
+    const cancel_after deadline(p.near, std::chrono::milliseconds(1000 + i));  // a remaining time, say
+  }
+  CHECK(airlock::core::deadline_watch::of(p.near.get_executor()).lanes() <= 9);
+}
+
 TEST_CASE("cancel_after with when_due::close: the object is closed when the limit passes") {
   // What async_connect over several endpoints needs (a cancel would only move it on to the
   // next one); a listener nobody connects to is a wait that never ends on its own.

@@ -30,6 +30,11 @@ PORT_HAPROXY_TLS=15443 PORT_HAPROXY_HTTP=15080
 PORT_NGINX_TLS=16443 PORT_NGINX_HTTP=16080
 PORT_SQUID_TLS=17443 PORT_SQUID_HTTP=17080
 PORT_DNS_AIRLOCK=15053 PORT_DNS_UNBOUND=5320 PORT_DNS_DNSMASQ=5310 PORT_DNS_DNSDIST=5330
+# Opaque TCP (the bulk-tcp scenario): the origin's raw byte source (lib/tcp_bulk.py, neither
+# TLS nor HTTP) and the gateway ports its intercepted connections land on (airlock: its one
+# port again; squid relays no opaque TCP here).
+PORT_RAW=5201
+PORT_HAPROXY_TCP=15900 PORT_NGINX_TCP=16900
 
 log()  { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 warn() { printf '[%(%H:%M:%S)T] WARN: %s\n' -1 "$*" >&2; }

@@ -30,6 +30,7 @@ ROWS = [
     ("https", "rps", "new HTTPS connections/s (wrk -c32, Connection: close)", "req", True),
     ("http", "rps", "new HTTP connections/s (wrk -c32, Connection: close)", "req", True),
     ("bulk", "MiBps", "single-stream TLS download, MiB/s (curl, one file)", "GiB", True),
+    ("bulk-tcp", "MiBps", "single-stream opaque TCP download, MiB/s (raw stream, no TLS or HTTP)", "GiB", True),
     ("latency-https", "p50_ms", "HTTPS p50 ms at concurrency 1 (connect+TLS+request)", None, False),
     ("latency-https", "p99_ms", "HTTPS p99 ms at concurrency 1", None, False),
     ("latency-https", "p50_handshake_ms", "  of which the TLS handshake (p50 ms)", None, False),
@@ -251,7 +252,8 @@ def details(data):
                                "p50_first_byte_ms", "p50_handshake_ms", "proxy_kib_per_conn",
                                "origin_kib_per_conn", "conns") if any(m in sd[t] for t in sd)]
         cpu = sorted({m for t in sd for m in sd[t] if m.endswith(tuple(f"_cpu_us_per_{u}" for u in ("req", "GiB", "hello", "query")))})
-        extra = [m for m in ("errors", "lost", "failed", "foreign_pct") if any(m in sd[t] for t in sd)]
+        extra = [m for m in ("errors", "lost", "failed", "foreign_pct", "log_opaque_allowed", "log_other")
+                 if any(m in sd[t] for t in sd)]
         hdr = ["target", "n"] + metrics + cpu + extra + (["filter check"] if any("allowed_ok" in sd[t] for t in sd) else [])
         rows = []
         order = RESOLVERS if sc.startswith("dns") else PROXIES

@@ -7,12 +7,13 @@
 # rotate N A B C... : the list rotated by N
 rotate() { local n=$1; shift; local a=("$@") k=$# i; for ((i = 0; i < k; i++)); do printf '%s ' "${a[$(((i + n) % k))]}"; done; }
 
-# targets_for COLUMN : the running targets that handle TLS (1) or HTTP (2)
+# targets_for COLUMN : the running targets that handle TLS (1), HTTP (2) or opaque TCP (3)
 targets_for() {
-  local t out=()
+  local t p out=()
   for t in $TARGETS; do
     target_ok "$t" || continue
-    [[ $t == direct || $(awk -v c="$1" '{print $c}' <<<"${TGT_PORTS[$t]}") != - ]] && out+=("$t")
+    p=$(awk -v c="$1" '{print $c}' <<<"${TGT_PORTS[$t]}")
+    [[ $t == direct || ( -n $p && $p != - ) ]] && out+=("$t")
   done
   echo "${out[*]}"
 }
@@ -89,6 +90,108 @@ scenario_bulk() {
     done
   done
   nft_direct
+}
+
+# ---- bulk-tcp: one large stream over one opaque TCP connection (neither TLS nor HTTP) ------
+# The origin's raw byte source (lib/tcp_bulk.py serve, sendfile of the same large file) on
+# :$PORT_RAW; the client sends one lower-case line ("bytes N", no TLS record, no HTTP
+# method: airlock classifies it as opaque at once, without waiting out its quiet limit) and
+# reads to the end. A transfer counts only when exactly N bytes arrived.
+
+# tcp_fetch HOST BYTES LIMIT_S : one transfer; the client's line in T_OUT, its CPU in T_CPU
+tcp_fetch() {
+  local rc
+  bounded $(($3 + 20)) ip netns exec "$NS_C" /usr/bin/time -f 'CPU %U %S' \
+    "$TCP_PY" "$HERE/lib/tcp_bulk.py" fetch "$1" "$PORT_RAW" "$2" "$3" >"$WORK/tmp/bulk-tcp.out" 2>&1
+  rc=$?
+  T_OUT=$(grep '^bytes=' "$WORK/tmp/bulk-tcp.out" | head -1)
+  T_CPU=$(awk '/^CPU/{print $2 + $3}' "$WORK/tmp/bulk-tcp.out")
+  return $rc
+}
+
+# check_tcp TARGET : the origin's address passes (1 MiB, complete); the gateway's own
+# address on the same port (198.18.1.1: outside the origin's /24, which every target's rule
+# allows) is refused, reset or closed before a byte (direct: nothing listens there).
+check_tcp() {
+  local a=0 b=0
+  tcp_fetch "$IP_S" 1048576 20 && a=1
+  local ok_line=$T_OUT
+  tcp_fetch "$IP_GC" 1048576 20 || b=1
+  emit bulk-tcp "$1" allowed_ok 0 "$a" bool
+  emit bulk-tcp "$1" denied_blocked 0 "$b" bool
+  [[ $b == 1 ]] || warn "bulk-tcp/$1: a destination outside the allowed /24 was NOT blocked ($T_OUT)"
+  [[ $a == 1 ]] || { warn "bulk-tcp/$1: the origin's raw source failed ($ok_line); target skipped"; return 1; }
+}
+
+# airlock_tcp_log : what airlock's decision log says about the connections to the raw source
+# (written when each ends): counts by proto/verdict/reason/notes, and how many were allowed
+# as opaque TCP (proto tcp, cidr_allowed, upstream the original destination)
+airlock_tcp_log() {
+  local f=$WORK/logs/airlock-decisions.jsonl
+  [[ -s $f ]] || { warn "bulk-tcp: airlock's decision log is empty"; return; }
+  sleep 0.5  # the log's writer thread
+  DST="$IP_S:$PORT_RAW" python3 - "$f" <<'EOF2'
+import collections, json, os, sys
+dst, c, opaque = os.environ["DST"], collections.Counter(), 0
+for line in open(sys.argv[1], errors="replace"):
+    if dst not in line:
+        continue
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue
+    if d.get("event") != "connect" or d.get("dst") != dst:
+        continue
+    c[(d.get("proto"), d.get("verdict"), d.get("reason"), ",".join(d.get("notes") or []))] += 1
+    if d.get("proto") == "tcp" and d.get("verdict") == "allow" and d.get("reason") == "cidr_allowed" \
+            and d.get("upstream") == dst and not d.get("name"):
+        opaque += 1
+print(opaque, sum(c.values()) - opaque, "; ".join(f"{n} x {'/'.join(k[:3])}{' [' + k[3] + ']' if k[3] else ''}"
+                                               for k, n in c.most_common()))
+EOF2
+}
+
+scenario_bulk-tcp() {
+  local t r v ok targets=() n_op n_other what
+  # the interpreter itself, not a wrapper (a pyenv shim costs ~0.1 s of CPU per start)
+  TCP_PY=$(python3 -c 'import sys; print(sys.executable)')
+  start_rawsrc || { warn "bulk-tcp: the raw TCP source did not start: $(tail -3 "$WORK/logs/rawsrc.out")"; return; }
+  for t in $TARGETS; do
+    target_ok "$t" || continue
+    [[ " $(targets_for 3) " == *" $t "* ]] || { log "bulk-tcp: $t skipped (no opaque TCP relay set up for it)"; continue; }
+    route_target "$t"
+    check_tcp "$t" || continue
+    targets+=("$t")
+  done
+  [[ ${#targets[@]} -gt 0 ]] || { nft_direct; return; }
+  cat "$WORK/www/big.bin" >/dev/null  # back into the page cache (this VM pages out idle files)
+  for t in "${targets[@]}"; do  # warm-up: the first transfer through a fresh path is slow
+    route_target "$t"
+    tcp_fetch "$IP_S" 33554432 50 >/dev/null
+  done
+  for ((r = 1; r <= BULK_ROUNDS; r++)); do
+    for t in $(rotate "$r" "${targets[@]}"); do
+      route_target "$t"
+      acct_start "$(target_pids "$t")" "$(pid_of rawsrc)"
+      ok=0
+      tcp_fetch "$IP_S" $((BULK_MB * 1048576)) 100 && ok=1
+      v=$(sed -n 's/.*MiBps=\([0-9.]*\).*/\1/p' <<<"$T_OUT")
+      [[ $ok == 1 ]] || v=0
+      acct_end bulk-tcp "$t" "$r" "$(fdiv "$BULK_MB" 1024)" "${T_CPU:-0}" GiB
+      emit bulk-tcp "$t" MiBps "$r" "${v:-0}" MiB/s
+      emit bulk-tcp "$t" errors "$r" "$((1 - ok))" count
+      if [[ $ok == 1 ]]; then log "bulk-tcp r$r $t: $v MiB/s"; else log "bulk-tcp r$r $t: FAIL ($T_OUT)"; fi
+    done
+  done
+  nft_direct
+  if [[ " ${targets[*]} " == *" airlock "* ]]; then
+    read -r n_op n_other what < <(airlock_tcp_log)
+    emit bulk-tcp airlock log_opaque_allowed 0 "${n_op:-0}" count
+    emit bulk-tcp airlock log_other 0 "${n_other:-0}" count
+    log "bulk-tcp: airlock's decision log for $IP_S:$PORT_RAW: ${what:-nothing}"
+    [[ ${n_op:-0} -eq $((BULK_ROUNDS + 2)) && ${n_other:-0} -eq 0 ]] ||
+      warn "bulk-tcp: airlock logged ${n_op:-0} opaque TCP allows (and ${n_other:-0} other lines) for $((BULK_ROUNDS + 2)) transfers (check, warm-up, rounds)"
+  fi
 }
 
 # ---- latency: one request at a time (connect + TLS + request + response) -------------------

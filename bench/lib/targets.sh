@@ -1,38 +1,39 @@
 # shellcheck shell=bash
 # The targets: ways for the client's TCP to reach the origin, and the resolvers.
 #   TGT_MODE[t]   direct | redirect | tproxy   (what the gateway's nft table does)
-#   TGT_PORTS[t]  "TLS HTTP": gateway ports receiving the client's :443 and :80
+#   TGT_PORTS[t]  "TLS HTTP RAW": gateway ports receiving the client's :443, :80 and
+#                 :$PORT_RAW (opaque TCP, the bulk-tcp scenario); "-" where it has none
 #   TGT_PROCS[t]  start_bg names whose process trees are the proxy (CPU, memory)
 #   TGT_NOTE[t]   one line for the report
 declare -A TGT_MODE TGT_PORTS TGT_PROCS TGT_NOTE TGT_START
 
-TGT_MODE[direct]=direct TGT_PORTS[direct]="- -" TGT_PROCS[direct]=""
+TGT_MODE[direct]=direct TGT_PORTS[direct]="- - -" TGT_PROCS[direct]=""
 TGT_NOTE[direct]="no proxy: the gateway's kernel forwards"
 
-TGT_MODE[airlock]=redirect TGT_PORTS[airlock]="$PORT_AIRLOCK $PORT_AIRLOCK" TGT_PROCS[airlock]=airlock
+TGT_MODE[airlock]=redirect TGT_PORTS[airlock]="$PORT_AIRLOCK $PORT_AIRLOCK $PORT_AIRLOCK" TGT_PROCS[airlock]=airlock
 TGT_START[airlock]=start_airlock
-TGT_NOTE[airlock]="airlock $AIRLOCK_SOURCE, one process, one event loop per CPU (threads: auto; the proxy listeners share their port by SO_REUSEPORT; DNS on the first loop); nft REDIRECT + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; decision log to a file"
+TGT_NOTE[airlock]="airlock $AIRLOCK_SOURCE, one process, one event loop per CPU (threads: auto; the proxy listeners share their port by SO_REUSEPORT; DNS on the first loop); nft REDIRECT + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; opaque TCP (no name) by a cidr rule for the origin's /24 on :$PORT_RAW, to the original destination; decision log to a file"
 
-TGT_MODE[haproxy]=redirect TGT_PORTS[haproxy]="$PORT_HAPROXY_TLS $PORT_HAPROXY_HTTP" TGT_PROCS[haproxy]=haproxy
+TGT_MODE[haproxy]=redirect TGT_PORTS[haproxy]="$PORT_HAPROXY_TLS $PORT_HAPROXY_HTTP $PORT_HAPROXY_TCP" TGT_PROCS[haproxy]=haproxy
 TGT_START[haproxy]=start_haproxy
-TGT_NOTE[haproxy]="HAProxy $(haproxy -v 2>/dev/null | awk 'NR==1{print $3}'), nbthread $GW_THREADS, nft REDIRECT, server 0.0.0.0:0 (original destination); TLS: tcp mode, inspect-delay + req.ssl_sni ACL; HTTP: http mode, Host ACL"
+TGT_NOTE[haproxy]="HAProxy $(haproxy -v 2>/dev/null | awk 'NR==1{print $3}'), nbthread $GW_THREADS, nft REDIRECT, server 0.0.0.0:0 (original destination); TLS: tcp mode, inspect-delay + req.ssl_sni ACL; HTTP: http mode, Host ACL; opaque TCP: tcp mode, dst ACL (the origin's /24)"
 
-TGT_MODE[nginx]=tproxy TGT_PORTS[nginx]="$PORT_NGINX_TLS $PORT_NGINX_HTTP" TGT_PROCS[nginx]=nginx-gw
+TGT_MODE[nginx]=tproxy TGT_PORTS[nginx]="$PORT_NGINX_TLS $PORT_NGINX_HTTP $PORT_NGINX_TCP" TGT_PROCS[nginx]=nginx-gw
 TGT_START[nginx]=start_nginx_gw
-TGT_NOTE[nginx]="nginx $(nginx -v 2>&1 | sed 's|.*/||'), $GW_THREADS workers, nft TPROXY (IP_TRANSPARENT listeners handed over through the NGINX variable), proxy_pass \$server_addr:\$server_port; TLS: stream ssl_preread + map hostnames; HTTP: map \$host"
+TGT_NOTE[nginx]="nginx $(nginx -v 2>&1 | sed 's|.*/||'), $GW_THREADS workers, nft TPROXY (IP_TRANSPARENT listeners handed over through the NGINX variable), proxy_pass \$server_addr:\$server_port; TLS: stream ssl_preread + map hostnames; HTTP: map \$host; opaque TCP: stream, geo \$server_addr (the origin's /24)"
 
-TGT_MODE[squid]=redirect TGT_PORTS[squid]="$PORT_SQUID_TLS $PORT_SQUID_HTTP" TGT_PROCS[squid]=squid
+TGT_MODE[squid]=redirect TGT_PORTS[squid]="$PORT_SQUID_TLS $PORT_SQUID_HTTP -" TGT_PROCS[squid]=squid
 TGT_START[squid]=start_squid
-TGT_NOTE[squid]="Squid $(squid -v 2>/dev/null | awk 'NR==1{print $4}') (squid-openssl), 1 worker, nft REDIRECT; TLS: https_port intercept ssl-bump, peek at step 1, splice on ssl::server_name; HTTP: intercept, dstdomain"
+TGT_NOTE[squid]="Squid $(squid -v 2>/dev/null | awk 'NR==1{print $4}') (squid-openssl), 1 worker, nft REDIRECT; TLS: https_port intercept ssl-bump, peek at step 1, splice on ssl::server_name; HTTP: intercept, dstdomain; opaque TCP: not set up (no bulk-tcp row)"
 
 # route_target T : the gateway's nft table for T, then a conntrack flush
 route_target() {
-  local tls http
-  read -r tls http <<<"${TGT_PORTS[$1]}"
+  local tls http raw
+  read -r tls http raw <<<"${TGT_PORTS[$1]}"
   case ${TGT_MODE[$1]} in
     direct) nft_direct ;;
-    redirect) nft_redirect "$tls" "$http" ;;
-    tproxy) nft_tproxy "$tls" "$http" ;;
+    redirect) nft_redirect "$tls" "$http" "${raw:--}" ;;
+    tproxy) nft_tproxy "$tls" "$http" "${raw:--}" ;;
   esac
   ct_flush
 }
@@ -54,6 +55,14 @@ start_servers() {
   wait_listen "$NS_S" udp 53 10 || die "nsd did not start: $(tail -5 "$WORK/logs/nsd.out" "$WORK/logs/nsd.log" 2>/dev/null)"
 }
 
+# start_rawsrc : the raw TCP byte source of bulk-tcp (lib/tcp_bulk.py serve), in the origin's
+# namespace beside nginx, serving the same large file by sendfile(2); started on first use
+start_rawsrc() {
+  is_running rawsrc && return 0
+  start_bg rawsrc "$NS_S" "${TCP_PY:-python3}" "$HERE/lib/tcp_bulk.py" serve "$IP_S" "$PORT_RAW" "$WORK/www/big.bin"
+  wait_listen "$NS_S" tcp "$PORT_RAW" 10
+}
+
 # ---- proxies ----------------------------------------------------------------------------
 start_airlock() {
   start_bg airlock "$NS_G" "$AIRLOCK" daemon -c "$WORK/cfg/airlock.yaml"
@@ -69,7 +78,7 @@ start_haproxy() {
   wait_listen "$NS_G" tcp "$PORT_HAPROXY_TLS" 10
 }
 start_nginx_gw() {
-  start_bg nginx-gw "$NS_G" python3 "$HERE/lib/tproxy_exec.py" "$PORT_NGINX_TLS,$PORT_NGINX_HTTP" -- \
+  start_bg nginx-gw "$NS_G" python3 "$HERE/lib/tproxy_exec.py" "$PORT_NGINX_TLS,$PORT_NGINX_HTTP,$PORT_NGINX_TCP" -- \
     nginx -p "$WORK" -c "$WORK/cfg/nginx-gw.conf" -g 'daemon off;'
   wait_listen "$NS_G" tcp "$PORT_NGINX_TLS" 10 && sleep 0.3 && is_running nginx-gw
 }

@@ -67,12 +67,15 @@ topo_up() {
 }
 
 # ---- interception in the gateway -----------------------------------------------------
-# nft_direct         : no table, plain forwarding (the baseline)
-# nft_redirect T H   : client TCP :443 -> local port T, :80 -> H (SO_ORIGINAL_DST)
-# nft_tproxy T H     : the same with TPROXY (getsockname() = original destination)
+# nft_direct           : no table, plain forwarding (the baseline)
+# nft_redirect T H [R] : client TCP :443 -> local port T, :80 -> H, and :$PORT_RAW (opaque
+#                        TCP) -> R when R is given and not "-" (SO_ORIGINAL_DST)
+# nft_tproxy T H [R]   : the same with TPROXY (getsockname() = original destination)
 nft_direct() { inns "$NS_G" nft delete table ip albench 2>/dev/null || true; }
 
 nft_redirect() {
+  local raw=""
+  [[ -n ${3:-} && $3 != - ]] && raw="iifname \"$IF_GC\" tcp dport $PORT_RAW redirect to :$3"
   nft_direct
   inns "$NS_G" nft -f - <<EOF2
 table ip albench {
@@ -80,12 +83,15 @@ table ip albench {
     type nat hook prerouting priority dstnat; policy accept;
     iifname "$IF_GC" tcp dport 443 redirect to :$1
     iifname "$IF_GC" tcp dport 80 redirect to :$2
+    $raw
   }
 }
 EOF2
 }
 
 nft_tproxy() {
+  local raw=""
+  [[ -n ${3:-} && $3 != - ]] && raw="iifname \"$IF_GC\" tcp dport $PORT_RAW tproxy to :$3 meta mark set 1 accept"
   nft_direct
   inns "$NS_G" nft -f - <<EOF2
 table ip albench {
@@ -93,6 +99,7 @@ table ip albench {
     type filter hook prerouting priority mangle; policy accept;
     iifname "$IF_GC" tcp dport 443 tproxy to :$1 meta mark set 1 accept
     iifname "$IF_GC" tcp dport 80 tproxy to :$2 meta mark set 1 accept
+    $raw
   }
 }
 EOF2

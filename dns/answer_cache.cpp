@@ -35,6 +35,7 @@ void answer_cache::key(std::string& out, std::string_view name, std::uint16_t qt
 }
 
 std::optional<wire::message> answer_cache::find(std::string_view name, std::uint16_t qtype, clock::time_point now) {
+  const std::lock_guard lock(mutex_);
   key(lookup_key_, name, qtype);
   auto it = entries_.find(lookup_key_);
   if (it == entries_.end()) return std::nullopt;
@@ -68,6 +69,7 @@ void answer_cache::store(std::string_view name, std::uint16_t qtype, const wire:
 
   std::string k;
   key(k, name, qtype);
+  const std::lock_guard lock(mutex_);
   if (auto it = entries_.find(k); it != entries_.end()) {
     lru_.erase(it->second);
     entries_.erase(it);

@@ -3,11 +3,14 @@
 // per session BEFORE the cache is asked, so a cached answer never reaches a session that
 // may not have the name. Positive answers live for their smallest TTL, negative ones
 // (NXDOMAIN, NODATA) for the SOA's negative TTL (RFC 2308); SERVFAIL is never cached.
-// Bounded; least recently used entries go first. Not thread-safe: one per event loop.
+// Bounded; least recently used entries go first. The DNS loop fills it; the proxy's other
+// event loops read it too (a cached name needs no hop to the DNS loop), so each call holds
+// one short lock.
 #include "dns/wire.hpp"
 
 #include <chrono>
 #include <list>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,7 +35,10 @@ class answer_cache {
   // Keeps `answer` (as the upstream sent it) when it is cacheable.
   void store(std::string_view name, std::uint16_t qtype, const wire::message& answer, clock::time_point now);
 
-  std::size_t size() const noexcept { return entries_.size(); }
+  std::size_t size() const {
+    const std::lock_guard lock(mutex_);
+    return entries_.size();
+  }
 
  private:
   struct entry {
@@ -44,6 +50,7 @@ class answer_cache {
   static void key(std::string& out, std::string_view name, std::uint16_t qtype);
 
   limits limits_;
+  mutable std::mutex mutex_;  // over everything below
   std::list<entry> lru_;  // most recently used first
   std::unordered_map<std::string, std::list<entry>::iterator> entries_;
   std::string lookup_key_;  // find()'s key, built in place: no allocation per lookup

@@ -52,6 +52,19 @@ boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(r
   co_return take_answer(cache, name, qtype, co_await r.query(name.str(), qtype));
 }
 
+std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cache& cache,
+                                                                      const policy::domain_name& name) {
+  std::vector<boost::asio::ip::address> found;
+  for (auto qtype : {wire::type::a, wire::type::aaaa}) {
+    auto hit = find_cached(cache, name, qtype);
+    if (!hit) return std::nullopt;
+    for (const auto& rr : hit->answer.answers)
+      if (auto a = address_of(rr)) found.push_back(*a);
+    if (!found.empty()) break;
+  }
+  return found;
+}
+
 boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name) {
   std::vector<boost::asio::ip::address> found;
   for (auto qtype : {wire::type::a, wire::type::aaaa}) {

@@ -32,6 +32,11 @@ boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(r
 
 using address_list = boost::system::result<std::vector<boost::asio::ip::address>, resolve_error>;
 
+// What lookup_addresses would return, when the cache alone can say it (without suspending:
+// any thread may ask); nullopt when an upstream question would be needed.
+std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cache& cache,
+                                                                      const policy::domain_name& name);
+
 // A records first; AAAA only when there are none. CNAME chains are followed by the
 // upstream, so the addresses at the end of the chain are what comes back.
 boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name);

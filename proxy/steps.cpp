@@ -106,12 +106,18 @@ asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ct
                                                                const policy::domain_name& name, std::uint16_t port,
                                                                core::decision_record& rec) {
   std::vector<asio::ip::address> targets;
-  // The resolver and its cache live on the DNS loop; a connection on another loop asks there
-  // and is resumed here, so a name the sandbox just looked up is never asked upstream again.
-  // (Two statements, not a ?: of two co_awaits: GCC 12 destroys such a result twice.)
-  auto lookup = dns::lookup_addresses(ctx.resolver, ctx.cache, name);
-  if (ctx.dns_loop) lookup = asio::co_spawn(*ctx.dns_loop, std::move(lookup), asio::use_awaitable);
-  auto resolved = co_await std::move(lookup);
+  // The resolver lives on the DNS loop; a connection on another loop reads the shared cache
+  // itself, and only for a name it does not hold asks there and is resumed here. A name the
+  // sandbox just looked up is never asked upstream again.
+  dns::address_list resolved{std::vector<asio::ip::address>{}};
+  if (auto cached = ctx.dns_loop ? dns::cached_addresses(ctx.cache, name) : std::nullopt) {
+    resolved = std::move(*cached);
+  } else {
+    // (Two statements, not a ?: of two co_awaits: GCC 12 destroys such a result twice.)
+    auto lookup = dns::lookup_addresses(ctx.resolver, ctx.cache, name);
+    if (ctx.dns_loop) lookup = asio::co_spawn(*ctx.dns_loop, std::move(lookup), asio::use_awaitable);
+    resolved = co_await std::move(lookup);
+  }
   if (!resolved.has_value() || resolved->empty()) {
     rec.reason = reason::resolve_failed;
     if (!resolved.has_value()) rec.notes.push_back("upstream_" + std::string(dns::to_string(resolved.error())));

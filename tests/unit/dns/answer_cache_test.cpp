@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+#include <thread>
+
 using airlock::dns::answer_cache;
 namespace wire = airlock::dns::wire;
 using namespace std::chrono_literals;
@@ -85,6 +88,54 @@ TEST_CASE("bounded: the least recently used entry goes first") {
   CHECK(c.find("1.example", wire::type::a, t0));
   CHECK_FALSE(c.find("2.example", wire::type::a, t0));
   CHECK(c.find("3.example", wire::type::a, t0));
+}
+
+TEST_CASE("shared across threads: the DNS loop stores while another loop reads") {
+  answer_cache c({.max_entries = 64});
+  const auto now = answer_cache::clock::now();
+  std::thread writer([&] {
+    for (int i = 0; i < 20000; ++i)
+      c.store(std::to_string(i % 100) + ".example", wire::type::a, answer(0, {a_record(300)}), now);
+  });
+  bool whole = true;  // a hit is never a torn copy
+  for (int i = 0; i < 20000; ++i)
+    if (auto hit = c.find(std::to_string(i % 100) + ".example", wire::type::a, now))
+      whole = whole && hit->answers.size() == 1 && hit->answers[0].rdata.size() == 4;
+  writer.join();
+  CHECK(whole);
+  CHECK(c.size() == 64);
+  CHECK(c.find("99.example", wire::type::a, now));  // the last one stored
+}
+
+// ---- dns/lookup.hpp: what another event loop may take from the cache without a hop ----
+
+#include "dns/lookup.hpp"
+
+TEST_CASE("cached_addresses: what lookup_addresses would say, only when the cache alone can say it") {
+  using airlock::dns::cached_addresses;
+  answer_cache c;
+  const auto name = *airlock::policy::domain_name::parse("example.com");
+  const auto now = answer_cache::clock::now();
+  CHECK_FALSE(cached_addresses(c, name));  // nothing cached: the DNS loop must ask
+
+  c.store("example.com", wire::type::a, answer(0, {a_record(300)}), now);
+  auto found = cached_addresses(c, name);
+  REQUIRE(found);
+  REQUIRE(found->size() == 1);
+  CHECK(found->front().to_string() == "203.0.113.10");
+
+  // No A records (NODATA cached), AAAA not cached: not for the cache alone to say.
+  const auto v6only = *airlock::policy::domain_name::parse("v6.example.com");
+  c.store("v6.example.com", wire::type::a, answer(0, {}, {soa(900, 600)}), now);
+  CHECK_FALSE(cached_addresses(c, v6only));
+  auto aaaa = a_record(300);
+  aaaa.rtype = wire::type::aaaa;
+  aaaa.rdata = std::string("\x20\x01\x0d\xb8", 4) + std::string(11, '\0') + "\x01";
+  c.store("v6.example.com", wire::type::aaaa, answer(0, {aaaa}), now);
+  found = cached_addresses(c, v6only);
+  REQUIRE(found);
+  REQUIRE(found->size() == 1);
+  CHECK(found->front().to_string() == "2001:db8::1");
 }
 
 // ---- dns/query.hpp: what the cache lets the UDP listener answer without a coroutine ----

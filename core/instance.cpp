@@ -422,7 +422,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   if (p->cfg.listen.proxy.empty() && p->cfg.listen.tproxy.empty() && p->cfg.listen.dns.empty() &&
       p->cfg.listen.http_proxy.empty())
     // A daemon that listens on nothing would look healthy and guard nothing.
-    return fail(2, p->cfg.file + ": nothing to serve: set listen.proxy and listen.dns, or listen.http_proxy (see 'airlock check --print-default')");
+    return fail(2, p->cfg.file + ": nothing to serve: set listen.proxy (or listen.tproxy) and listen.dns, or listen.http_proxy (see 'airlock check --print-default')");
 
   p->log_path = options.decisions_log.value_or(p->cfg.decisions_log.empty() ? std::string(policy::default_decisions_log)
                                                                             : p->cfg.decisions_log);

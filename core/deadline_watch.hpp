@@ -35,7 +35,9 @@ class deadline_watch final : public boost::asio::execution_context::service {
     entry* watch_next = nullptr;
     lane* watch_lane = nullptr;  // null: not watched
     clock::time_point watch_deadline{};
-    void (*on_due)(entry&) = nullptr;  // its deadline passed; it is no longer watched
+    // Its deadline passed; it is no longer watched. Called while the lanes are walked: it
+    // must not watch() anything itself (cancelling or closing an Asio object only posts).
+    void (*on_due)(entry&) = nullptr;
   };
 
   static inline boost::asio::execution_context::id id;

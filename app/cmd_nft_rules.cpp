@@ -23,15 +23,17 @@ int run_nft_rules_command(args a) {
   const auto iface = r.value("", "--iface");
   const auto proxy = port_of(r.value("", "--proxy-port"), g.proxy_port);
   const auto dns = port_of(r.value("", "--dns-port"), g.dns_port);
+  const auto https = port_of(r.value("", "--https-port"), 0);
   const auto table = r.value("", "--table");
   g.tproxy = r.flag("--tproxy");
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
   if (!iface) r.fail("--iface IFACE is required");
-  if (!proxy || !dns) r.fail("ports must be numbers 1..65535");
+  if (!proxy || !dns || !https) r.fail("ports must be numbers 1..65535");
   if (r.failed()) return r.usage_error();
   g.iface = *iface;
   g.proxy_port = *proxy;
   g.dns_port = *dns;
+  g.https_port = *https;
   if (table) g.table = *table;
   auto text = launcher::render(g);
   if (!text.has_value()) {

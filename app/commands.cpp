@@ -69,7 +69,7 @@ Options:
   -h, --help          this text
 )";
 
-constexpr std::string_view nft_rules_help = R"(Usage: airlock nft-rules --iface IFACE [--proxy-port N] [--dns-port N] [--table NAME] [--tproxy]
+constexpr std::string_view nft_rules_help = R"(Usage: airlock nft-rules --iface IFACE [--proxy-port N] [--https-port N] [--dns-port N] [--table NAME] [--tproxy]
 
 Prints the nftables ruleset (for 'nft -f -') that makes this host the gateway for a
 sandbox behind IFACE: TCP is redirected to airlock's proxy, DNS (UDP and TCP 53) to
@@ -80,6 +80,11 @@ The table is one atomic unit: 'nft delete table inet NAME' removes it.
 Options:
       --iface IFACE     the gateway-side interface the sandbox's traffic arrives on
       --proxy-port N    airlock's transparent proxy port (default 15001)
+      --https-port N    TCP to port 443 goes to this port instead: a second listen.proxy
+                        entry of the daemon. Keeps :443's connections apart from the other
+                        ports' after NAT, so a client's new HTTPS connection never meets
+                        TIME_WAIT left by its plain-HTTP ones (which costs it a resent SYN,
+                        10-20 ms). Recommended; REDIRECT only.
       --dns-port N      airlock's DNS port (default 15053)
       --table NAME      nft table name (default airlock_IFACE)
       --tproxy          TCP by TPROXY instead of REDIRECT (no NAT; the destination is

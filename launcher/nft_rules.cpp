@@ -29,10 +29,15 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
   if (!safe_name(table, 64)) return refuse("table name '" + table + "': expected 1-64 of [A-Za-z0-9_.-]");
   if (g.proxy_port == 0 || g.dns_port == 0 || g.proxy_port == g.dns_port)
     return refuse("proxy and DNS ports must be distinct and non-zero");
+  if (g.https_port != 0 && g.tproxy)
+    return refuse("an HTTPS port is for REDIRECT: TPROXY keeps each connection's own destination");
+  if (g.https_port != 0 && (g.https_port == g.proxy_port || g.https_port == g.dns_port))
+    return refuse("the HTTPS port must differ from the proxy and DNS ports");
 
   const std::string in = "    iifname \"" + g.iface + "\" ";
   const std::string proxy = std::to_string(g.proxy_port);
   const std::string dns = std::to_string(g.dns_port);
+  const std::string https = std::to_string(g.https_port);
   char mark[16];
   std::snprintf(mark, sizeof mark, "0x%x", tproxy_mark);
   const std::string table_id = std::to_string(tproxy_mark);
@@ -60,16 +65,19 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
            in + "meta nfproto ipv6 tcp dport != 53 tproxy ip6 to :" + proxy + " meta mark set " + mark + " accept\n" +
            "  }\n";
   }
+  const std::string proxy_ports = g.https_port != 0 ? "{ " + proxy + ", " + https + " }" : proxy;
+  const std::string admit_tcp = g.tproxy ? in + "meta mark " + mark + " meta l4proto tcp accept\n"
+                                         : in + "ct status dnat tcp dport " + proxy_ports + " accept\n";
   out += "  chain prerouting {\n"
          "    type nat hook prerouting priority dstnat; policy accept;\n" +
          in + "udp dport 53 redirect to :" + dns + "\n" +
          in + "tcp dport 53 redirect to :" + dns + "\n";
+  if (g.https_port != 0) out += in + "tcp dport 443 redirect to :" + https + "\n";
   if (!g.tproxy) out += in + "meta l4proto tcp redirect to :" + proxy + "\n";
   out += "  }\n"
          "  chain input {\n"
          "    type filter hook input priority filter; policy accept;\n" +
-         (g.tproxy ? in + "meta mark " + mark + " meta l4proto tcp accept\n"
-                   : in + "ct status dnat tcp dport " + proxy + " accept\n") +
+         admit_tcp +
          in + "ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
          // IPv6 needs neighbour discovery to reach the gateway at all (what ARP is to
          // IPv4, which nft never sees); hop limit 255 means it came from the link itself.

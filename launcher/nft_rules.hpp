@@ -18,6 +18,12 @@ struct gateway_rules {
   // REDIRECT: no NAT, the connection keeps its destination. Needs policy routing for
   // tproxy_mark, which the rendered text names in a comment.
   bool tproxy = false;
+  // REDIRECT only; nonzero: TCP to :443 goes to this port (a second listen.proxy socket)
+  // instead of proxy_port. One listener port for every destination port makes a client's
+  // :80 and :443 connections share four-tuples after NAT, and a SYN that meets TIME_WAIT
+  // of the other port, with its unrelated TCP timestamp, is dropped (PAWS) and resent
+  // 10-20 ms later (bench/README.md, "Latest table").
+  std::uint16_t https_port = 0;
 };
 
 inline constexpr unsigned tproxy_mark = 0x1a1;

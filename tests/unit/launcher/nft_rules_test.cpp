@@ -42,6 +42,24 @@ TEST_CASE("the TPROXY variant diverts TCP unchanged, still redirects DNS, and ad
   CHECK(t.find("oifname \"al-g0\" counter drop") != std::string::npos);
 }
 
+TEST_CASE("an HTTPS port keeps :443 on a listener of its own, and is admitted like the proxy port") {
+  gateway_rules g;
+  g.iface = "al-g0";
+  g.https_port = 15443;
+  auto r = render(g);
+  REQUIRE(r.has_value());
+  const std::string& t = *r;
+  // Before the catch-all, which takes every other port.
+  CHECK(t.find("iifname \"al-g0\" tcp dport 443 redirect to :15443") < t.find("meta l4proto tcp redirect to :15001"));
+  CHECK(t.find("ct status dnat tcp dport { 15001, 15443 } accept") != std::string::npos);
+
+  g.https_port = 15001;
+  CHECK_FALSE(render(g).has_value());  // the same port would mix them again
+  g.https_port = 15443;
+  g.tproxy = true;
+  CHECK_FALSE(render(g).has_value());  // TPROXY keeps each connection's own four-tuple
+}
+
 TEST_CASE("names that could smuggle nft syntax are refused") {
   gateway_rules g;
   g.iface = "eth0\" accept #";

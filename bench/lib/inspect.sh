@@ -56,7 +56,7 @@ inspect_material() {
   # airlock: the config of the other scenarios (the same 2,000-rule allowlist), on ports of
   # its own, with the inspection CA and one exact rule that inspects ahead of the list
   # (exact names are matched before wildcards).
-  sed -e "s|^\(  proxy: .*:\)$PORT_AIRLOCK\$|\1$PORT_AIRLOCK_INSP|" \
+  sed -e "s|^  proxy: .*\$|  proxy: 0.0.0.0:$PORT_AIRLOCK_INSP|" \
       -e "s|^\(  dns: .*:\)$PORT_DNS_AIRLOCK\$|\1$PORT_DNS_AIRLOCK_INSP|" \
       -e "s|airlock-decisions.jsonl|airlock-insp-decisions.jsonl|" \
       -e "/^    allow:\$/a\\      - host: $INSP_HOST\\n        inspect: true" \

@@ -10,9 +10,9 @@ declare -A TGT_MODE TGT_PORTS TGT_PROCS TGT_NOTE TGT_START
 TGT_MODE[direct]=direct TGT_PORTS[direct]="- - -" TGT_PROCS[direct]=""
 TGT_NOTE[direct]="no proxy: the gateway's kernel forwards"
 
-TGT_MODE[airlock]=redirect TGT_PORTS[airlock]="$PORT_AIRLOCK $PORT_AIRLOCK $PORT_AIRLOCK" TGT_PROCS[airlock]=airlock
+TGT_MODE[airlock]=redirect TGT_PORTS[airlock]="$PORT_AIRLOCK_TLS $PORT_AIRLOCK $PORT_AIRLOCK" TGT_PROCS[airlock]=airlock
 TGT_START[airlock]=start_airlock
-TGT_NOTE[airlock]="airlock $AIRLOCK_SOURCE, one process, one event loop per CPU (threads: auto; the proxy listeners share their port by SO_REUSEPORT; DNS on the first loop); nft REDIRECT + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; opaque TCP (no name) by a cidr rule for the origin's /24 on :$PORT_RAW, to the original destination; decision log to a file"
+TGT_NOTE[airlock]="airlock $AIRLOCK_SOURCE, one process, one event loop per CPU (threads: auto; the proxy listeners share their port by SO_REUSEPORT; DNS on the first loop); nft REDIRECT (:443 to a port of its own, the rest to another: airlock nft-rules --https-port) + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; opaque TCP (no name) by a cidr rule for the origin's /24 on :$PORT_RAW, to the original destination; decision log to a file"
 
 TGT_MODE[haproxy]=redirect TGT_PORTS[haproxy]="$PORT_HAPROXY_TLS $PORT_HAPROXY_HTTP $PORT_HAPROXY_TCP" TGT_PROCS[haproxy]=haproxy
 TGT_START[haproxy]=start_haproxy

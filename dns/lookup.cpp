@@ -52,27 +52,37 @@ boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(r
   co_return take_answer(cache, name, qtype, co_await r.query(name.str(), qtype));
 }
 
+namespace {
+
+// The order both address lookups ask in: A first, AAAA only when A had none.
+constexpr std::uint16_t address_types[] = {wire::type::a, wire::type::aaaa};
+
+// Appends an answer's A/AAAA addresses; true once there is at least one (asking stops).
+bool collect(const wire::message& answer, std::vector<boost::asio::ip::address>& found) {
+  for (const auto& rr : answer.answers)
+    if (auto a = address_of(rr)) found.push_back(*a);
+  return !found.empty();
+}
+
+}  // namespace
+
 std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cache& cache,
                                                                       const policy::domain_name& name) {
   std::vector<boost::asio::ip::address> found;
-  for (auto qtype : {wire::type::a, wire::type::aaaa}) {
+  for (auto qtype : address_types) {
     auto hit = find_cached(cache, name, qtype);
     if (!hit) return std::nullopt;
-    for (const auto& rr : hit->answer.answers)
-      if (auto a = address_of(rr)) found.push_back(*a);
-    if (!found.empty()) break;
+    if (collect(hit->answer, found)) break;
   }
   return found;
 }
 
 boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name) {
   std::vector<boost::asio::ip::address> found;
-  for (auto qtype : {wire::type::a, wire::type::aaaa}) {
+  for (auto qtype : address_types) {
     auto answer = co_await resolve(r, cache, name, qtype);
     if (!answer.has_value()) co_return answer.error();
-    for (const auto& rr : answer->answer.answers)
-      if (auto a = address_of(rr)) found.push_back(*a);
-    if (!found.empty()) break;
+    if (collect(answer->answer, found)) break;
   }
   co_return found;
 }

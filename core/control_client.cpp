@@ -86,38 +86,7 @@ class control_client final : public session_api {
   result<listener_ports> listeners() override {
     auto info = call(http::verb::get, "/v1/info");
     if (!info.has_value()) return info.error();
-    if (!info->is_object()) return fail<listener_ports>("control API: /v1/info is not an object");
-    listener_ports out;
-    const auto& o = info->as_object();
-    bool proxy_reachable = false, dns_reachable = false;
-    // nft REDIRECT needs a listener on the address the sandbox's packets arrive at:
-    // a wildcard or a non-loopback address will do, loopback will not.
-    auto pick = [&](std::string_view key, std::uint16_t& port, bool& reachable) {
-      const auto* list = o.if_contains(key);
-      if (!list || !list->is_array()) return;
-      for (const auto& ep : list->as_array()) {
-        if (!ep.is_object()) continue;
-        const auto* addr = ep.as_object().if_contains("address");
-        const auto p = number(ep.as_object(), "port");
-        if (!addr || !addr->is_string() || p == 0 || p > 65535) continue;
-        boost::system::error_code ec;
-        const auto a = asio::ip::make_address(std::string(addr->as_string()), ec);
-        if (ec || a.is_loopback()) {
-          if (port == 0) port = static_cast<std::uint16_t>(p);
-          continue;
-        }
-        if (!reachable) port = static_cast<std::uint16_t>(p);
-        reachable = true;
-      }
-    };
-    pick("proxy", out.proxy, proxy_reachable);
-    pick("dns", out.dns, dns_reachable);
-    out.reachable_from_sandbox = proxy_reachable && dns_reachable;
-    if (const auto* log = o.if_contains("decisions_log"); log && log->is_string())
-      out.decisions_log = std::string(log->as_string());
-    if (const auto* ca = o.if_contains("inspection_ca"); ca && ca->is_string())
-      out.inspection_ca = std::string(ca->as_string());
-    return out;
+    return listeners_from_info(json::serialize(*info));
   }
 
   result<std::string> register_session(const session_request& r) override {

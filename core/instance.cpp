@@ -230,19 +230,12 @@ session_registry& instance::registry() { return *parts_->sessions; }
 const std::string& instance::ready_line() const { return parts_->ready; }
 
 listener_ports instance::ports() const {
-  listener_ports out;
-  auto first = [](const std::vector<policy::endpoint_config>& eps, bool& reachable) -> std::uint16_t {
-    for (const auto& ep : eps)
-      if (!ep.address.is_loopback()) {
-        reachable = true;
-        return ep.port;
-      }
-    return eps.empty() ? 0 : eps.front().port;
+  auto bound = [](const std::vector<policy::endpoint_config>& eps) {
+    std::vector<bound_endpoint> out;
+    for (const auto& ep : eps) out.push_back({ep.address, ep.port});
+    return out;
   };
-  bool proxy_ok = false, dns_ok = false;
-  out.proxy = first(parts_->proxy_bound, proxy_ok);
-  out.dns = first(parts_->dns_bound, dns_ok);
-  out.reachable_from_sandbox = proxy_ok && dns_ok;
+  auto out = choose_listeners(bound(parts_->proxy_bound), bound(parts_->dns_bound));
   out.decisions_log = parts_->log_path;
   out.inspection_ca = inspection_ca(parts_->cfg);
   return out;
@@ -412,7 +405,10 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   if (!cfg.has_value()) return fail(2, error_lines(cfg.error()));
   p->cfg = std::move(*cfg);
   if (options.embedded_listen) {
-    p->cfg.listen.proxy = {policy::endpoint_config{*options.embedded_listen, 0}};
+    // Two proxy ports: the second takes the sandbox's TCP to :443 (listener_ports::https),
+    // so its HTTPS never meets TIME_WAIT left on the first by its other connections.
+    p->cfg.listen.proxy = {policy::endpoint_config{*options.embedded_listen, 0},
+                           policy::endpoint_config{*options.embedded_listen, 0}};
     p->cfg.listen.tproxy.clear();
     p->cfg.listen.dns = {policy::endpoint_config{*options.embedded_listen, 0}};
     p->cfg.listen.admin.clear();

@@ -22,8 +22,8 @@ namespace airlock::core {
 struct instance_options {
   std::optional<std::filesystem::path> config_path;  // none: the embedded default policy
   std::optional<std::string> decisions_log;          // overrides log.decisions
-  // Embedded: proxy and DNS on this address with kernel-picked ports, instead of the
-  // config's listen: section; no admin or control listener.
+  // Embedded: proxy (two ports, the second for :443) and DNS on this address with
+  // kernel-picked ports, instead of the config's listen: section; no admin or control listener.
   std::optional<boost::asio::ip::address> embedded_listen;
 };
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,11 +41,29 @@ struct session_totals {
 // the receiving interface's own address.
 struct listener_ports {
   std::uint16_t proxy = 0;
+  // A second proxy listener port the sandbox can reach, used for TCP to :443 (0: none,
+  // everything goes to `proxy`). With one port for every destination port, a client's
+  // :80 and :443 connections share four-tuples after REDIRECT, and a SYN meeting the
+  // TIME_WAIT of the other one is dropped (PAWS) and resent 10-20 ms later.
+  std::uint16_t https = 0;
   std::uint16_t dns = 0;
   bool reachable_from_sandbox = false;  // false when they are bound to loopback only
   std::string decisions_log;            // where this daemon writes ("-" for stdout)
   std::string inspection_ca;            // the CA certificate sandboxes should trust ("" without inspection)
 };
+
+// How both implementations choose among their listeners (pure, unit-tested): `proxy` and
+// `dns` are the first endpoint not bound to loopback (else the first one, and
+// reachable_from_sandbox stays false); `https` is the first such proxy endpoint whose port
+// differs from `proxy` (and from `dns`), when `proxy` is reachable.
+struct bound_endpoint {
+  boost::asio::ip::address address;
+  std::uint16_t port = 0;
+};
+listener_ports choose_listeners(const std::vector<bound_endpoint>& proxy, const std::vector<bound_endpoint>& dns);
+// The same choice from the text of GET /v1/info (its "proxy" and "dns" arrays of
+// {"address", "port"}, "decisions_log", "inspection_ca"); an error when it is not a JSON object.
+result<listener_ports> listeners_from_info(std::string_view info_json);
 
 class session_api {
  public:
@@ -61,8 +80,9 @@ result<std::unique_ptr<session_api>> connect_control(const std::string& socket_p
 
 // A daemon inside this process, for one sandbox when no daemon runs: the proxy and DNS
 // listeners bind `listen_address` (the gateway side of the sandbox's veth, never a
-// wildcard) on ports the kernel picks; no admin or control listener. It runs on its own
-// thread until the returned object is destroyed, which drains and logs like a shutdown.
+// wildcard) on ports the kernel picks, two for the proxy (the second is `https`); no
+// admin or control listener. It runs on its own thread until the returned object is
+// destroyed, which drains and logs like a shutdown.
 struct embedded_options {
   std::optional<std::filesystem::path> config_path;  // none: the embedded default policy
   std::string decisions_log;                         // empty: the config's, else the default path

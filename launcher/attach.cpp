@@ -173,6 +173,7 @@ boost::system::result<sandbox_record, std::string> attach(const attach_options& 
   g.iface = r.veth;
   g.table = r.nft_table;
   g.proxy_port = ports->proxy;
+  g.https_port = ports->https;  // a second listen.proxy port takes :443; 0: the proxy port does
   g.dns_port = ports->dns;
   auto text = render(g);
   if (!text) return undo("nftables", text.error());

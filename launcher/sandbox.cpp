@@ -355,9 +355,12 @@ step_result sandbox::reach_daemon(const daemon_source& daemons) {
            "set listen.proxy and listen.dns to 0.0.0.0:PORT in its config";
   // The redirect sends the sandbox's packets to the gateway address of this namespace:
   // the daemon must be listening here, not in some other namespace.
-  if (!port_taken(gateway_, ports_.proxy, SOCK_STREAM) || !port_taken(gateway_, ports_.dns, SOCK_DGRAM))
-    return daemon_.description + " has no proxy on TCP port " + std::to_string(ports_.proxy) + " or DNS on UDP port " +
-           std::to_string(ports_.dns) + " in this network namespace; run airlock run where the daemon runs";
+  if (!port_taken(gateway_, ports_.proxy, SOCK_STREAM) || !port_taken(gateway_, ports_.dns, SOCK_DGRAM) ||
+      (ports_.https != 0 && !port_taken(gateway_, ports_.https, SOCK_STREAM)))
+    return daemon_.description + " has no proxy on TCP port " + std::to_string(ports_.proxy) +
+           (ports_.https != 0 ? " (and " + std::to_string(ports_.https) + " for :443)" : std::string()) +
+           " or DNS on UDP port " + std::to_string(ports_.dns) +
+           " in this network namespace; run airlock run where the daemon runs";
   return {};
 }
 
@@ -392,6 +395,7 @@ step_result sandbox::install_rules() {
   g.iface = record_->veth;
   g.table = record_->nft_table;
   g.proxy_port = ports_.proxy;
+  g.https_port = ports_.https;  // 0 (a daemon with one proxy port): :443 goes to the proxy port too
   g.dns_port = ports_.dns;
   auto text = render(g);
   if (!text) return text.error();

@@ -6,9 +6,11 @@
 # 198.18.0.0/15 inside that namespace only. Checked: allowed and denied traffic, what the
 # filesystem and environment hide, limits, exit statuses, signals, isolation between two
 # sandboxes and from the gateway, the embedded daemon, the inspection CA offered to CMD
-# (with a second daemon whose config inspects), and that nothing (namespace, veth,
-# nft table, cgroup, record) is left after runs, kills, a killed airlock (then gc) and
-# 100 runs in a row. Its records are kept in its own --state-dir.
+# (with a second daemon whose config inspects), HTTPS on a proxy port of its own (the
+# first daemon and the embedded one have two; the second daemon has one, and keeps the
+# single-port table), and that nothing (namespace, veth, nft table, cgroup, record) is left
+# after runs, kills, a killed airlock (then gc) and 100 runs in a row. Its records are kept
+# in its own --state-dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -24,11 +26,13 @@ done
 world_up
 
 # The daemon: the world's policy for the world's sandbox, plus "closed" (nothing allowed)
-# for launched sandboxes, whose sessions add their own --allow.
+# for launched sandboxes, whose sessions add their own --allow. Two proxy ports: the
+# launcher sends a sandbox's TCP to :443 to the second (the world's own table, from
+# world_up, still sends everything to the first).
 cat >"$W/airlock.yaml" <<YAML
 version: 1
 listen:
-  proxy: 0.0.0.0:15001
+  proxy: [0.0.0.0:15001, 0.0.0.0:15443]
   dns: 0.0.0.0:15053
   control: $W/control.sock
 upstream_dns: [$DNS_IP]
@@ -98,6 +102,42 @@ airlock_pid() { pgrep -f -- "run --state-dir $ST --control $W/control.sock .*$1"
 # Waits (bounded) until a process matching `pgrep -f PATTERN` exists.
 wait_for_process() { for _ in $(seq 100); do pgrep -f -- "$1" >/dev/null && return 0; sleep 0.05; done; world_log "no process $1"; }
 
+# HTTPS on a port of its own: `hold_and_look RUN...` runs `RUN... -- python3 hold.py` in the
+# background, whose CMD opens a connection to the origin's :443 and one to its :80 and holds
+# both until told. Meanwhile it saves the run's nft table in $W/hold.nft and, in
+# $W/hold.ports, the gateway ports the two connections arrived at ("P443 P80", read from
+# their four-tuples on the gateway).
+cat >"$W/proj/hold.py" <<'PY'
+import os, socket, time
+held = [socket.create_connection(("203.0.113.10", port), timeout=5) for port in (443, 80)]
+with open("held.tmp", "w") as f:
+    f.write(" ".join(str(s.getsockname()[1]) for s in held) + "\n")
+os.rename("held.tmp", "held.txt")
+for _ in range(200):
+    if os.path.exists("release"):
+        break
+    time.sleep(0.05)
+PY
+# The gateway's port of the connection from ADDRESS:PORT (any state but listening).
+gw_port_of() {
+  ip netns exec "$GW" ss -Htan | awk -v peer="$1:$2" '$5 == peer { n = split($4, a, ":"); print a[n]; exit }'
+}
+hold_and_look() {
+  local apid ip table c443="" c80=""
+  rm -f "$W/proj/held.txt" "$W/proj/release" "$W/hold.nft" "$W/hold.ports"
+  "$@" -- python3 hold.py 2>"$W/hold.err" &
+  apid=$!
+  for _ in $(seq 200); do [[ -s $W/proj/held.txt ]] && break; sleep 0.05; done
+  ip=$(sed -n 's/.*started (sandbox \([0-9.]*\),.*/\1/p' "$W/hold.err")
+  table=$(ip netns exec "$GW" nft list tables | sed -n 's/^table inet \(airlock_[0-9a-f]\{8\}\)$/\1/p' | head -1)
+  ip netns exec "$GW" nft list table inet "$table" >"$W/hold.nft" 2>&1 || true
+  read -r c443 c80 <"$W/proj/held.txt" || true
+  echo "$(gw_port_of "$ip" "$c443") $(gw_port_of "$ip" "$c80")" >"$W/hold.ports"
+  touch "$W/proj/release"
+  wait "$apid" || true
+  rm -f "$W/proj/held.txt" "$W/proj/release"
+}
+
 # What airlock leaves in the system, one number per kind.
 leftovers() {
   local netns veth nft cg state
@@ -156,6 +196,20 @@ print(s.recvfrom(16)[0].decode())
 PY
 expect "  (a UDP echo in the world answers the gateway)" body_is ping ip netns exec "$GW" python3 "$W/proj/udp_probe.py"
 expect_not "UDP other than DNS does not leave a sandbox" run -- python3 udp_probe.py
+
+# 1b. :443 on the daemon's second proxy port: the run's table sends it there and only it,
+#     the connections arrive where the table says, and HTTPS (above) is judged as before.
+hold_and_look run
+expect "the run's table sends TCP to :443 to the daemon's second proxy port" \
+  grep -q 'tcp dport 443 redirect to :15443$' "$W/hold.nft"
+expect "  every other TCP connection to the first" grep -q 'meta l4proto tcp redirect to :15001$' "$W/hold.nft"
+expect "  and admits both" grep -q 'ct status dnat tcp dport { 15001, 15443 } accept$' "$W/hold.nft"
+expect "  a connection to :443 arrives at 15443, one to :80 at 15001" body_is "15443 15001" cat "$W/hold.ports"
+run --policy closed --allow only-a.airlock.test -- "${in_curl[@]}" --resolve denied.airlock.test:443:203.0.113.66 \
+  https://denied.airlock.test/ 2>"$W/denied443.err" && st=0 || st=$?
+expect "https to a denied name at a forced address is still denied" test "$st" -ne 0
+expect "  by the proxy, in the run's session" line event=connect proto=tls name=denied.airlock.test verdict=deny \
+  reason=host_not_allowed dst=203.0.113.66:443 session="$(session_of "$W/denied443.err")"
 
 # 2. The gateway itself: its other ports, its control socket, its loopback.
 cat >"$W/proj/gw_probe.sh" <<'SH'
@@ -336,6 +390,13 @@ expect "  its decisions are in its own log" grep -q '"name":"allowed.airlock.tes
 expect_not "embedded daemon: a denied name fails" \
   nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" --control "$W/none.sock" -c "$W/embedded.yaml" \
   --ro "$W/ca.crt" -- "${in_curl[@]}" https://denied.airlock.test/
+hold_and_look nsenter --net="/run/netns/$GW" env HOME="$W/home" "$AIRLOCK" run --state-dir "$ST" \
+  --control "$W/none.sock" -c "$W/embedded.yaml"
+read -r emb443 emb80 <"$W/hold.ports" || true
+expect "  the embedded daemon has two proxy ports: :443 arrives at the second, :80 at the first" \
+  test -n "$emb443" -a -n "$emb80" -a "$emb443" != "$emb80"
+expect "  the run's table says so" \
+  bash -c "grep -q 'tcp dport 443 redirect to :$emb443\$' '$W/hold.nft' && grep -q 'meta l4proto tcp redirect to :$emb80\$' '$W/hold.nft'"
 expect "nothing is left after the embedded runs" back_to_baseline
 
 # 9. The inspection CA: a daemon whose config inspects some rule names its CA (GET
@@ -402,6 +463,12 @@ expect "  nor with the embedded daemon without an inspect rule" body_is "end" \
   -c "$W/embedded.yaml" -- sh -c "env | grep -E '^($ca_vars)='; echo end"
 expect "  even when the caller's environment has them" body_is "end" \
   env SSL_CERT_FILE=/tmp/mine.pem CURL_CA_BUNDLE=/tmp/mine.pem bash -c "run -- sh -c \"env | grep -E '^($ca_vars)='; echo end\""
+hold_and_look run_inspect
+expect "a daemon with one proxy port keeps the single-port table: no rule for :443" \
+  bash -c "! grep -q 'dport 443' '$W/hold.nft' && grep -q 'meta l4proto tcp redirect to :16001\$' '$W/hold.nft'"
+expect "  both connections arrive at its one port" body_is "16001 16001" cat "$W/hold.ports"
+expect "  and HTTPS to a name it does not inspect works through it" \
+  body_is "origin says hello to only-a.airlock.test" run_inspect --ro "$W/ca.crt" --allow only-a.airlock.test -- "${in_curl[@]}" https://only-a.airlock.test/
 expect "nothing is left after the inspection runs" back_to_baseline
 
 # 10. attach/detach: the world's sandbox namespace, made by the test like a container's.
@@ -411,6 +478,10 @@ expect "airlock attach puts it behind airlock" \
   nsenter --net="/run/netns/$GW" "$AIRLOCK" attach --state-dir "$ST" --netns "$SBX" --control "$W/control.sock" --policy closed \
   --allow only-a.airlock.test
 expect "  its default route goes through airlock0" bash -c "ip -n $SBX route show default | grep -q 'dev airlock0'"
+attach_table=$(ip netns exec "$GW" nft list tables | sed -n 's/^table inet \(airlock_[0-9a-f]\{8\}\)$/\1/p' | head -1)
+ip netns exec "$GW" nft list table inet "$attach_table" >"$W/attach.nft" 2>&1 || true
+expect "  its table sends :443 to the daemon's second proxy port, the rest to the first" \
+  bash -c "grep -q 'tcp dport 443 redirect to :15443\$' '$W/attach.nft' && grep -q 'meta l4proto tcp redirect to :15001\$' '$W/attach.nft'"
 expect "  its allowed name works (DNS through resolv.conf's server, redirected)" \
   body_is "origin says hello to only-a.airlock.test" sbx_curl https://only-a.airlock.test/
 expect_not "  a name its policy does not allow fails" sbx_curl https://allowed.airlock.test/
@@ -423,6 +494,17 @@ expect "  no airlock0, no guard table" \
   bash -c "! ip -n $SBX link show airlock0 2>/dev/null && ! ip netns exec $SBX nft list tables | grep -q airlock_guard"
 expect "  the world's path works again" body_is "origin says hello to allowed.airlock.test" sbx_curl https://allowed.airlock.test/
 expect "nothing is left after detach" back_to_baseline
+expect "attach with a daemon of one proxy port (the inspecting one)" \
+  nsenter --net="/run/netns/$GW" "$AIRLOCK" attach --state-dir "$ST" --netns "$SBX" --control "$W/inspect.sock" \
+  --allow only-a.airlock.test
+attach_table=$(ip netns exec "$GW" nft list tables | sed -n 's/^table inet \(airlock_[0-9a-f]\{8\}\)$/\1/p' | head -1)
+ip netns exec "$GW" nft list table inet "$attach_table" >"$W/attach1.nft" 2>&1 || true
+expect "  gets the single-port table: no rule for :443" \
+  bash -c "! grep -q 'dport 443' '$W/attach1.nft' && grep -q 'meta l4proto tcp redirect to :16001\$' '$W/attach1.nft'"
+expect "  its allowed name works over HTTPS" body_is "origin says hello to only-a.airlock.test" sbx_curl https://only-a.airlock.test/
+expect_not "  a name it does not allow fails" sbx_curl --resolve denied.airlock.test:443:$ATTACKER_IP https://denied.airlock.test/
+expect "  and detach undoes it" nsenter --net="/run/netns/$GW" "$AIRLOCK" detach --state-dir "$ST" --netns "$SBX"
+expect "nothing is left after the second detach" back_to_baseline
 
 # 11. Many in a row: 100 sandboxes started and stopped leave nothing behind (bounded in time).
 loop_start=$(date +%s)

@@ -8,7 +8,10 @@
 // what a request and its small answer need); once a read fills that buffer the direction
 // is bulk and moves socket -> pipe -> socket with splice(2), nothing read into airlock.
 // Buffers and pipes come from per-thread pools and go back empty; where splice is refused
-// (EINVAL) the copy goes on.
+// (EINVAL) the copy goes on. A bulk direction keeps moving while its reads come back full
+// (up to 16 steps, then it waits its turn in the loop), through pipes of 1 MiB where the
+// kernel allows it. A copied step that was not full looks once more: a FIN already queued
+// behind the bytes leaves with them, as one segment.
 //
 // An idle relayed connection costs one small heap object, two pending waits (either
 // socket readable) and a node in its event loop's idle watchdog (one timer per loop):

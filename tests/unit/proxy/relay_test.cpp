@@ -169,6 +169,31 @@ TEST_CASE("relay: a small exchange copied, then a stream that turns bulk (splice
   CHECK(out.totals->down == answer.size());
 }
 
+TEST_CASE("relay: an answer that arrives with its FIN is passed on whole, then the FIN; the other way goes on") {
+  wiring w;
+  outcome out;
+  // Both are queued before the relay first looks: its read finds the bytes, its second
+  // look the FIN, and the two leave together (MSG_MORE, then the half-close).
+  asio::write(w.upstream, asio::buffer(std::string("answer")));
+  w.upstream.shutdown(tcp::socket::shutdown_send);
+  std::string at_upstream, at_client;
+  spawn(w.io, run_relay(w, out, 5s));
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(ws.client);  // ends at the passed-on FIN
+    const std::string late = "late";     // the client's way is still open
+    co_await asio::async_write(ws.client, asio::buffer(late), nothrow);
+    ws.client.shutdown(tcp::socket::shutdown_send);
+  }(w, at_client));
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> { got = co_await read_all(ws.upstream); }(
+                  w, at_upstream));
+  w.io.run_for(10s);
+  REQUIRE(out.totals.has_value());
+  CHECK(at_client == "answer");
+  CHECK(at_upstream == "late");
+  CHECK(out.totals->down == 6);
+  CHECK(out.totals->up == 4);
+}
+
 TEST_CASE("relay: an idle connection ends at the idle limit, traffic pushes it back") {
   wiring w;
   outcome out;

@@ -50,7 +50,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
   }
 
   // 1. Where the client meant to go. Without it there is no port to judge.
-  const auto dst = original_dst(client);
+  const auto dst = original_dst(client, peer);
   if (!dst.has_value()) {
     // Usually a client that gave up before the accept (its conntrack entry went with
     // it): not airlock's fault, and it should not read like one.

@@ -10,7 +10,9 @@
 
 namespace airlock::proxy {
 
+// `peer` is the client's end, as accepted: its family is the socket's (listeners are
+// v6-only, so an IPv4 client is never v4-mapped), which saves asking the kernel.
 boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> original_dst(
-    boost::asio::ip::tcp::socket& socket) noexcept;
+    boost::asio::ip::tcp::socket& socket, const boost::asio::ip::tcp::endpoint& peer) noexcept;
 
 }  // namespace airlock::proxy

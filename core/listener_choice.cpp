@@ -52,12 +52,24 @@ listener_ports choose_listeners(const std::vector<bound_endpoint>& proxy, const 
   out.proxy = first_port(proxy, proxy_ok);
   out.dns = first_port(dns, dns_ok);
   out.reachable_from_sandbox = proxy_ok && dns_ok;
-  if (proxy_ok)
+  if (proxy_ok) {
+    // The sandbox's rules send :443 of both families to the one https port, and IPv6
+    // listeners are v6-only: the port must be held on every family the proxy port is, or
+    // HTTPS of the other family would be refused.
+    auto families = [&](std::uint16_t port) {
+      unsigned f = 0;
+      for (const auto& ep : proxy)
+        if (!ep.address.is_loopback() && ep.port == port) f |= ep.address.is_v4() ? 1u : 2u;
+      return f;
+    };
+    const unsigned needed = families(out.proxy);
     for (const auto& ep : proxy)
-      if (!ep.address.is_loopback() && ep.port != out.proxy && ep.port != out.dns) {
+      if (!ep.address.is_loopback() && ep.port != out.proxy && ep.port != out.dns &&
+          (families(ep.port) & needed) == needed) {
         out.https = ep.port;
         break;
       }
+  }
   return out;
 }
 

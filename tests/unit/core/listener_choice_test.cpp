@@ -58,6 +58,21 @@ TEST_CASE("the https port is one the sandbox can reach, and not the DNS port") {
   CHECK(p.https == 15443);
 }
 
+TEST_CASE("the https port is held on every family the proxy port is (IPv6 listeners are v6-only)") {
+  // IPv4 and IPv6 on the proxy port, IPv4 only on the other: IPv6 HTTPS would be refused there.
+  auto p = from(R"({"proxy":[{"address":"0.0.0.0","port":15001},{"address":"::","port":15001},
+      {"address":"0.0.0.0","port":15443}],"dns":[{"address":"0.0.0.0","port":15053}]})");
+  CHECK(p.https == 0);
+  p = from(R"({"proxy":[{"address":"0.0.0.0","port":15001},{"address":"::","port":15443}],
+      "dns":[{"address":"0.0.0.0","port":15053}]})");
+  CHECK(p.https == 0);
+  // Both families on both ports; a later port may be the one that covers them.
+  p = from(R"({"proxy":[{"address":"0.0.0.0","port":15001},{"address":"::","port":15001},
+      {"address":"::","port":15442},{"address":"0.0.0.0","port":15443},{"address":"::","port":15443}],
+      "dns":[{"address":"0.0.0.0","port":15053}]})");
+  CHECK(p.https == 15443);
+}
+
 TEST_CASE("listeners on loopback only: the first ports, not reachable, no https port") {
   const auto p = from(R"({"proxy":[{"address":"127.0.0.1","port":15001},{"address":"127.0.0.1","port":15443}],
       "dns":[{"address":"0.0.0.0","port":15053}]})");

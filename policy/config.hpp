@@ -106,6 +106,9 @@ struct limits_config {
   // Per session, off by default (0): the default policy's one session covers every
   // client of a gateway, and a shared limit there would throttle them all together.
   std::uint64_t session_connections = 0;        // open at once, per session
+  // Accepted and not judged yet, per session: without it one sandbox's silent connections
+  // can take every pending_handshakes slot and leave the others refused.
+  std::uint64_t session_pending_handshakes = 0;
   double session_connections_per_second = 0;    // new, per session (bursts of twice that)
   std::uint64_t session_bytes_up = 0;           // over the session's life
   std::uint64_t session_bytes_down = 0;

@@ -139,8 +139,8 @@ class loader {
   void load_limits(const YAML::Node& n, limits_config& out) {
     if (!n.IsMap()) return r_.error(n, "limits: expected a mapping (connections:, session_connections:, ...)");
     r_.check_keys(n,
-                  {"connections", "pending_handshakes", "session_connections", "session_connections_per_second",
-                   "session_bytes_up", "session_bytes_down"},
+                  {"connections", "pending_handshakes", "session_connections", "session_pending_handshakes",
+                   "session_connections_per_second", "session_bytes_up", "session_bytes_down"},
                   "limits");
     auto count = [&](const char* key, std::uint64_t& into, bool bytes) {
       const auto v = n[key];
@@ -159,6 +159,7 @@ class loader {
     count("connections", out.connections, false);
     count("pending_handshakes", out.pending_handshakes, false);
     count("session_connections", out.session_connections, false);
+    count("session_pending_handshakes", out.session_pending_handshakes, false);
     count("session_bytes_up", out.session_bytes_up, true);
     count("session_bytes_down", out.session_bytes_down, true);
     if (auto v = n["session_connections_per_second"]) {

@@ -15,13 +15,17 @@ limiter::ticket::~ticket() {
   std::lock_guard lock(owner_->mutex);
   if (pending_) --owner_->pending;
   --owner_->open;
-  if (session_) --session_->open;
+  if (session_) {
+    --session_->open;
+    if (pending_) --session_->pending;
+  }
 }
 
 void limiter::ticket::judged() noexcept {
   if (!pending_) return;
   std::lock_guard lock(owner_->mutex);
   --owner_->pending;
+  if (session_) --session_->pending;
   pending_ = false;
 }
 
@@ -37,7 +41,10 @@ std::string_view limiter::ticket::admit(const std::string& session) {
              .first;
   session_ = &it->second;
   ++session_->open;
+  if (pending_) ++session_->pending;
   if (l.session_connections && session_->open > l.session_connections) return "session_connections";
+  if (l.session_pending_handshakes && session_->pending > l.session_pending_handshakes)
+    return "session_pending_handshakes";
   if (l.session_connections_per_second > 0 && !session_->bucket.take(now)) return "session_connections_per_second";
   if (l.session_bytes_up && session_->bytes_up >= l.session_bytes_up) return "session_bytes_up";
   if (l.session_bytes_down && session_->bytes_down >= l.session_bytes_down) return "session_bytes_down";

@@ -26,6 +26,7 @@ class limiter {
     core::token_bucket bucket;
     std::uint64_t bytes_up = 0;
     std::uint64_t bytes_down = 0;
+    std::uint64_t pending = 0;  // open and not judged yet
   };
   struct state;
 
@@ -41,7 +42,8 @@ class limiter {
     // The daemon-wide cap this connection is over ("connections", "pending_handshakes"),
     // or empty: then admit() decides for its session.
     std::string_view refused() const noexcept { return refused_; }
-    // Counts the connection against its session; the limit it is over, or empty.
+    // Counts the connection against its session (open, and pending until judged); the
+    // limit it is over, or empty.
     std::string_view admit(const std::string& session);
     // Its first bytes are judged: it no longer counts as a pending handshake.
     void judged() noexcept;

@@ -48,6 +48,16 @@ expect "  logged as limit_exceeded, pending_handshakes" \
 wait "$HOLDER" || true
 expect "once they are judged, connections are accepted again" works
 
+# The same cap per session: a session's silent connections cannot take every daemon-wide
+# slot (unit tests show another session admitted meanwhile; this world has one sandbox).
+start_with_limits 'session_pending_handshakes: 2'
+hold 2 3
+expect_not "a third connection while the session has 2 handshakes pending is refused" fetch
+expect "  logged as limit_exceeded, session_pending_handshakes" \
+  line event=connect verdict=deny reason=limit_exceeded 'notes~=limit:session_pending_handshakes'
+wait "$HOLDER" || true
+expect "once they are judged, the session connects again" works
+
 start_with_limits 'session_connections_per_second: 1'
 # At once, so the burst is a burst however slow this machine is today.
 pids=()

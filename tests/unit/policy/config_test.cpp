@@ -126,6 +126,23 @@ default_policy: p
   CHECK(r->default_policy == "p");
 }
 
+TEST_CASE("the limits section: caps, per-session limits that 0 turns off, sizes") {
+  auto r = load_config_text("version: 1\nlimits:\n  pending_handshakes: 300\n  session_pending_handshakes: 50\n"
+                            "  session_connections: 0\n  session_bytes_up: 64K\n",
+                            "f.yaml");
+  REQUIRE(r.has_value());
+  CHECK(r->limits.pending_handshakes == 300);
+  CHECK(r->limits.session_pending_handshakes == 50);
+  CHECK(r->limits.session_connections == 0);
+  CHECK(r->limits.session_bytes_up == 65536);
+  CHECK(load_config_text("version: 1\n", "f.yaml")->limits.session_pending_handshakes == 0);  // off by default
+  auto bad = load_config_text("version: 1\nlimits:\n  session_pending_handshakes: lots\n  pending: 3\n", "f.yaml");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(joined(bad.error()).find("f.yaml:3:") != std::string::npos);
+  CHECK(joined(bad.error()).find("limits.session_pending_handshakes") != std::string::npos);
+  CHECK(joined(bad.error()).find("f.yaml:4:") != std::string::npos);  // an unknown key, named with its line
+}
+
 TEST_CASE("the dns section: deny rcode, refused types by name or number, rate") {
   auto r = load_config_text("version: 1\ndns:\n  deny_with: refused\n  refused_types: [txt, \"NULL\", TYPE99]\n"
                             "  queries_per_second: 5\n  burst: 10\n",

@@ -48,6 +48,35 @@ TEST_CASE("pending handshakes count until judged") {
   CHECK(c.refused().empty());
 }
 
+TEST_CASE("a session's pending handshakes are capped on their own: one session's silent connections leave the others room") {
+  limits_config l;
+  l.pending_handshakes = 100;
+  l.session_pending_handshakes = 2;
+  limiter lim(l);
+  auto a1 = lim.accept();
+  auto a2 = lim.accept();
+  CHECK(a1.admit("a").empty());
+  CHECK(a2.admit("a").empty());
+  {
+    auto a3 = lim.accept();
+    CHECK(a3.refused().empty());  // under the daemon-wide cap
+    CHECK(a3.admit("a") == "session_pending_handshakes");
+  }
+  auto b1 = lim.accept();
+  CHECK(b1.admit("b").empty());  // another session is not held up by a's
+  a1.judged();                   // judged: no longer pending, still open
+  auto a4 = lim.accept();
+  CHECK(a4.admit("a").empty());
+  CHECK(lim.pending() == 3);  // a2, b1, a4
+  // Judged connections do not count: a session may hold many open ones.
+  a2.judged();
+  a4.judged();
+  auto a5 = lim.accept();
+  auto a6 = lim.accept();
+  CHECK(a5.admit("a").empty());
+  CHECK(a6.admit("a").empty());
+}
+
 TEST_CASE("a session's byte budget cuts the relay and refuses its next connection") {
   limits_config l;
   l.session_bytes_up = 100;

@@ -1,5 +1,7 @@
 #include "proxy/limits.hpp"
 
+#include <limits>
+
 namespace airlock::proxy {
 
 limiter::ticket::ticket(std::shared_ptr<state> s) : owner_(std::move(s)) {
@@ -63,6 +65,14 @@ bool limiter::ticket::moved(bool up, std::uint64_t bytes) noexcept {
     return false;
   }
   return true;
+}
+
+std::uint64_t limiter::ticket::room(bool up) const noexcept {
+  const auto budget = up ? owner_->limits.session_bytes_up : owner_->limits.session_bytes_down;
+  if (!session_ || budget == 0) return std::numeric_limits<std::uint64_t>::max();
+  std::lock_guard lock(owner_->mutex);
+  const auto used = up ? session_->bytes_up : session_->bytes_down;
+  return used >= budget ? 0 : budget - used;
 }
 
 std::uint64_t limiter::open() const noexcept {

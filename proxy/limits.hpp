@@ -2,7 +2,8 @@
 // Caps and per-session budgets (policy::limits_config), enforced where a connection is
 // admitted and where its bytes move. Copies of a limiter share one set of counters (each
 // event loop's proxy context holds a copy), guarded by one mutex: a connection takes it
-// when admitted, when it closes, and per relayed chunk (up to 64 KiB), never while waiting.
+// when admitted, when it closes, and per relayed step (twice when a byte budget applies:
+// the room left, then the bytes moved), never while waiting.
 //
 // A connection holds a ticket for its whole life: the ticket counts it open (and
 // pending until its first bytes are judged), names the limit that refuses it, and meters
@@ -50,6 +51,7 @@ class limiter {
     // The budget a cut connection spent ("session_bytes_up" / "session_bytes_down").
     std::string_view spent() const noexcept { return spent_; }
     bool moved(bool up, std::uint64_t bytes) noexcept override;
+    std::uint64_t room(bool up) const noexcept override;
 
    private:
     friend class limiter;

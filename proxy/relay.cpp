@@ -6,8 +6,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -224,9 +226,10 @@ class relay_op : private core::deadline_watch::entry {
     // Small exchanges are copied: two system calls a step, where splice costs four and a
     // pipe. A stream that fills the buffer is bulk, and moves by splice from then on.
     if (w.bulk && w.splice_ok && !w.pipe) w.pipe = spares<pipe_pair>().take();
+    const std::size_t step_limit = room_plus_one(w);
     if (w.pipe) {
-      const auto in = ::splice(w.from.native_handle(), nullptr, w.pipe->write, nullptr, w.pipe->capacity,
-                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      const auto in = ::splice(w.from.native_handle(), nullptr, w.pipe->write, nullptr,
+                               std::min(w.pipe->capacity, step_limit), SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (in == 0) return eof(w);
       if (in < 0) {
         if (errno == EINVAL) {
@@ -247,7 +250,8 @@ class relay_op : private core::deadline_watch::entry {
       return flush(i);
     }
     if (!w.buffer) w.buffer = spares<copy_buffer>().take();
-    const auto n = ::recv(w.from.native_handle(), w.buffer->bytes.data(), w.buffer->bytes.size(), MSG_DONTWAIT);
+    const auto asked = std::min(w.buffer->bytes.size(), step_limit);
+    const auto n = ::recv(w.from.native_handle(), w.buffer->bytes.data(), asked, MSG_DONTWAIT);
     if (n == 0) return eof(w);
     if (n < 0) {
       if (would_block() || errno == EINTR) {
@@ -257,19 +261,26 @@ class relay_op : private core::deadline_watch::entry {
       return failed(w);
     }
     auto got = static_cast<std::size_t>(n);
-    if (got < w.buffer->bytes.size()) {
+    if (got < asked) {
       // An answer and its sender's FIN often arrive together (a server that closes after
       // writing): one more look finds the FIN now, so the bytes and the FIN leave as one
       // segment and the way does not wait for the loop again only to read EOF.
-      const auto more = ::recv(w.from.native_handle(), w.buffer->bytes.data() + got, w.buffer->bytes.size() - got,
-                               MSG_DONTWAIT);
+      const auto more = ::recv(w.from.native_handle(), w.buffer->bytes.data() + got, asked - got, MSG_DONTWAIT);
       if (more == 0) w.eof_next = true;
       if (more > 0) got += static_cast<std::size_t>(more);
     }
     w.pending = w.moved = got;
-    w.full = got == w.buffer->bytes.size();
-    if (w.full) w.bulk = true;
+    w.full = got == asked;
+    if (got == w.buffer->bytes.size()) w.bulk = true;
     flush(i);
+  }
+
+  // The most a step may read: one byte past what the meter still allows, so the step that
+  // crosses a budget is cut having passed at most that byte on.
+  std::size_t room_plus_one(const way& w) const noexcept {
+    const std::uint64_t room = meter_ ? meter_->room(w.up) : std::numeric_limits<std::uint64_t>::max();
+    return room >= std::numeric_limits<std::size_t>::max() - 1 ? std::numeric_limits<std::size_t>::max()
+                                                               : static_cast<std::size_t>(room) + 1;
   }
 
   void writable(std::size_t i, boost::system::error_code ec) {

@@ -11,7 +11,8 @@
 // (EINVAL) the copy goes on. A bulk direction keeps moving while its reads come back full
 // (up to 16 steps, then it waits its turn in the loop), through pipes of 1 MiB where the
 // kernel allows it. A copied step that was not full looks once more: a FIN already queued
-// behind the bytes leaves with them, as one segment.
+// behind the bytes leaves with them, as one segment. A meter's room bounds every step, so
+// a byte budget is overrun by one byte at most.
 //
 // An idle relayed connection costs one small heap object, two pending waits (either
 // socket readable) and a node in its event loop's idle watchdog (one timer per loop):
@@ -23,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 
 namespace airlock::proxy {
 
@@ -38,6 +40,9 @@ class relay_meter {
  public:
   virtual ~relay_meter() = default;
   virtual bool moved(bool up, std::uint64_t bytes) noexcept = 0;
+  // Bytes a direction may still move. A step reads at most one more than this, so a cut
+  // comes at most a byte past a budget whatever the size of a step (up to a pipe's 1 MiB).
+  virtual std::uint64_t room(bool /*up*/) const noexcept { return std::numeric_limits<std::uint64_t>::max(); }
 };
 
 boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,

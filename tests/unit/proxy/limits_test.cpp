@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -84,8 +85,12 @@ TEST_CASE("a session's byte budget cuts the relay and refuses its next connectio
   {
     auto t = lim.accept();
     CHECK(t.admit("s1").empty());
+    CHECK(t.room(true) == 100);
+    CHECK(t.room(false) == std::numeric_limits<std::uint64_t>::max());  // no download budget
     CHECK(t.moved(true, 60));
+    CHECK(t.room(true) == 40);  // the relay reads at most one byte more than this
     CHECK_FALSE(t.moved(true, 60));
+    CHECK(t.room(true) == 0);
     CHECK(t.spent() == "session_bytes_up");
   }
   auto next = lim.accept();

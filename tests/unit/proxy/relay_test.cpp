@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -257,6 +258,40 @@ TEST_CASE("relay: the meter cuts both ways") {
   CHECK(out.totals->cut);
   CHECK_FALSE(out.totals->idle_timeout);
   CHECK(out.totals->up == 100);
+}
+
+// A meter with a budget, as a session's limiter is: the relay asks its room.
+struct budget_meter final : relay_meter {
+  std::uint64_t budget;
+  std::uint64_t seen = 0;
+  explicit budget_meter(std::uint64_t b) : budget(b) {}
+  bool moved(bool up, std::uint64_t bytes) noexcept override {
+    if (!up) return true;
+    seen += bytes;
+    return seen <= budget;
+  }
+  std::uint64_t room(bool up) const noexcept override {
+    if (!up) return std::numeric_limits<std::uint64_t>::max();
+    return seen >= budget ? 0 : budget - seen;
+  }
+};
+
+TEST_CASE("relay: a budget cuts a bulk stream at most one byte past it, whatever a step could hold") {
+  wiring w;
+  budget_meter meter(100000);
+  outcome out;
+  std::string at_upstream;
+  spawn(w.io, run_relay(w, out, 5s, &meter));
+  spawn(w.io, [](wiring& ws) -> asio::awaitable<void> {
+    const std::string big = pattern(4 << 20, 'x');  // bulk: splice steps of up to a pipe's 1 MiB
+    co_await asio::async_write(ws.client, asio::buffer(big), nothrow);
+  }(w));
+  spawn(w.io, drain(w.upstream, at_upstream));
+  w.io.run_for(10s);
+  REQUIRE(out.totals.has_value());
+  CHECK(out.totals->cut);
+  CHECK(out.totals->up == 100001);
+  CHECK(at_upstream.size() == 100001);
 }
 
 TEST_CASE("relay: a loop torn down mid-relay unwinds the waiting coroutine") {

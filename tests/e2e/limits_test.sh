@@ -79,6 +79,11 @@ expect "  and no more than the budget and one chunk reached the origin" python3 
 import json, sys
 cut = [json.loads(l) for l in open(sys.argv[1]) if "cut_open_connection" in l]
 sys.exit(0 if cut and 65536 < cut[0]["bytes_up"] <= 65536 + 65536 else 1)' "$W/decisions.jsonl"
+expect "  in fact one byte past the budget, beside the ClientHello sent before the relay" python3 -c '
+import json, sys
+cut = [json.loads(l) for l in open(sys.argv[1]) if "cut_open_connection" in l]
+print(cut[0]["bytes_up"] if cut else "no cut line", file=sys.stderr)
+sys.exit(0 if cut and 65536 < cut[0]["bytes_up"] <= 65536 + 1 + 4096 else 1)' "$W/decisions.jsonl"
 expect_not "the spent budget refuses the session's next connection" fetch
 expect "  at admission" line --count 1 event=connect reason=limit_exceeded bytes_up=null 'notes~=limit:session_bytes_up'
 kill -0 "$AIRLOCK_PID"

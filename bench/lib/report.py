@@ -20,7 +20,7 @@ from figures import fmt, med  # bench/lib
 import inspect_tables  # bench/lib: the inspect scenario's table
 
 FOREIGN_MAX = float(os.environ.get("FOREIGN_MAX", "15"))
-PROXIES = ["direct", "airlock", "haproxy", "nginx", "squid"]
+PROXIES = ["direct", "airlock", "airlock-tproxy", "haproxy", "nginx", "squid"]
 RESOLVERS = ["auth", "unbound", "dnsmasq", "dnsdist", "airlock"]
 BEGIN = "<!-- bench/run table: begin (written by bench/run --update-readme) -->"
 END = "<!-- bench/run table: end -->"
@@ -110,7 +110,13 @@ def ratio_cell(v, *ratios):
     return f"{fmt(v)} ({', '.join(parts)})"
 
 
+def proxies_in(data):
+    """The targets this run measured, in the usual order (direct always)."""
+    return [t for t in PROXIES if t == "direct" or any(t in data[sc] for sc in data)]
+
+
 def headline(data):
+    proxies = proxies_in(data)
     rows = []
     for sc, m, what, _, _ in ROWS + [(s, "rps", f"new HTTP connections/s at concurrency {s[7:]} (wrk)", "req", True)
                                      for s in scale_levels(data)]:
@@ -118,7 +124,7 @@ def headline(data):
             continue
         S = Scenario(data[sc])
         row = [what]
-        for t in PROXIES:
+        for t in proxies:
             v = S.med(t, m)
             if sc == "idle" and t == "direct":
                 v = S.med(t, "origin_kib_per_conn")
@@ -134,10 +140,10 @@ def headline(data):
                 continue
             S = Scenario(data[sc])
             for m in ("p50_ms", "p99_ms"):
-                added = {t: S.paired(t, "direct", m, diff=True) for t in PROXIES if t != "direct"}
+                added = {t: S.paired(t, "direct", m, diff=True) for t in proxies if t != "direct"}
                 rows.append([f"{sc[8:].upper()} {m[:3]} ms added over direct"] +
-                            ["–" if t == "direct" or added[t] != added[t] else f"{added[t]:+.3f}" for t in PROXIES])
-    return table(["scenario: median (× direct, × HAProxy)"] + PROXIES, rows)
+                            ["–" if t == "direct" or added[t] != added[t] else f"{added[t]:+.3f}" for t in proxies])
+    return table(["scenario: median (× direct, × HAProxy)"] + proxies, rows)
 
 
 def scale_levels(data):
@@ -162,6 +168,7 @@ def dns_table(data):
 
 
 def cpu_table(data):
+    proxies = proxies_in(data)[1:]
     rows = []
     for sc, _, what, unit, _ in ROWS + [(s, "", f"HTTP at concurrency {s[7:]}", "req", True) for s in scale_levels(data)]:
         if not unit or sc not in data or any(r[0].startswith(sc + " ") for r in rows):
@@ -170,13 +177,13 @@ def cpu_table(data):
         m = f"proxy_cpu_us_per_{unit}"
         label = {"req": "µs per request", "GiB": "s per GiB", "hello": "µs per hello"}[unit]
         row = [f"{sc} ({label})"]
-        for t in PROXIES[1:]:
+        for t in proxies:
             v = S.med(t, m)
             row.append(fmt(v / 1e6 if unit == "GiB" else v))
         o = S.med("direct", f"server_cpu_us_per_{unit}")
         row.append(fmt(o / 1e6 if unit == "GiB" else o))
         rows.append(row)
-    return table(["proxy CPU (all threads/processes)"] + PROXIES[1:] + ["origin, direct"], rows)
+    return table(["proxy CPU (all threads/processes)"] + proxies + ["origin, direct"], rows)
 
 
 def decide_table(data):

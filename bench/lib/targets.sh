@@ -14,6 +14,12 @@ TGT_MODE[airlock]=redirect TGT_PORTS[airlock]="$PORT_AIRLOCK_TLS $PORT_AIRLOCK $
 TGT_START[airlock]=start_airlock
 TGT_NOTE[airlock]="airlock $AIRLOCK_SOURCE, one process, one event loop per CPU (threads: auto; the proxy listeners share their port by SO_REUSEPORT; DNS on the first loop); nft REDIRECT (:443 to a port of its own, the rest to another: airlock nft-rules --https-port) + SO_ORIGINAL_DST; connects to its own resolution of the SNI/Host; opaque TCP (no name) by a cidr rule for the origin's /24 on :$PORT_RAW, to the original destination; decision log to a file"
 
+# The same airlock process, reached through its listen.tproxy port by nft TPROXY (as nginx
+# is): no NAT, and each connection keeps its own four-tuple (README.md "Threads").
+TGT_MODE[airlock-tproxy]=tproxy TGT_PORTS[airlock-tproxy]="$PORT_AIRLOCK_TP $PORT_AIRLOCK_TP $PORT_AIRLOCK_TP" TGT_PROCS[airlock-tproxy]=airlock
+TGT_START[airlock-tproxy]=start_airlock
+TGT_NOTE[airlock-tproxy]="the airlock process above, through its listen.tproxy port: nft TPROXY (airlock nft-rules --tproxy), the destination read with getsockname()"
+
 TGT_MODE[haproxy]=redirect TGT_PORTS[haproxy]="$PORT_HAPROXY_TLS $PORT_HAPROXY_HTTP $PORT_HAPROXY_TCP" TGT_PROCS[haproxy]=haproxy
 TGT_START[haproxy]=start_haproxy
 TGT_NOTE[haproxy]="HAProxy $(haproxy -v 2>/dev/null | awk 'NR==1{print $3}'), nbthread $GW_THREADS, nft REDIRECT, server 0.0.0.0:0 (original destination); TLS: tcp mode, inspect-delay + req.ssl_sni ACL; HTTP: http mode, Host ACL; opaque TCP: tcp mode, dst ACL (the origin's /24)"

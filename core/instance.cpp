@@ -243,23 +243,26 @@ listener_ports instance::ports() const {
 
 namespace {
 
-using connection_handler = asio::awaitable<void> (*)(tcp::socket, proxy::proxy_context&);
+using connection_handler = asio::awaitable<void> (*)(tcp::socket, tcp::endpoint, proxy::proxy_context&);
 
 // Counts the connection while it lives, so shutdown can wait for the open ones.
-asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, proxy::proxy_context& ctx,
-                                       connection_handler handle) {
+asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, tcp::endpoint peer,
+                                       proxy::proxy_context& ctx, connection_handler handle) {
   struct count {
     parts_t& r;
     explicit count(parts_t& rr) : r(rr) { ++r.active_connections; }
     ~count() { --r.active_connections; }
   } guard(r);
-  co_await handle(std::move(socket), ctx);
+  co_await handle(std::move(socket), peer, ctx);
 }
 
 asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::proxy_context& ctx,
                                   connection_handler handle) {
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(nothrow);
+    // The peer as accept(2) returned it: no getpeername, and known even when the client
+    // has already reset by the time its connection is judged.
+    tcp::endpoint peer;
+    auto [ec, socket] = co_await acceptor.async_accept(peer, nothrow);
     if (r.stopping || ec == asio::error::operation_aborted) co_return;
     if (ec) {
       // EMFILE and friends: pause instead of spinning on a listener that cannot accept.
@@ -267,7 +270,7 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::pr
       co_await pause.async_wait(nothrow);
       continue;
     }
-    spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket), ctx, handle), [](const char* what) {
+    spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket), peer, ctx, handle), [](const char* what) {
       std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
     });
   }

@@ -30,8 +30,9 @@ using steps::text;
 // Steps 1 to 7 of handle_connection: everything up to the relay. True when the connection
 // is allowed, `upstream` connected, the client's first bytes sent on (`sent_up`) and the
 // line handed to `line`; false when it was refused or served to its end here.
-asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstream, proxy_context& ctx,
-                                        limiter::ticket& ticket, steps::relayed_line& line, std::uint64_t& sent_up) {
+asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
+                                        proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
+                                        std::uint64_t& sent_up) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
@@ -39,9 +40,6 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
 
-  boost::system::error_code ec;
-  const auto peer = client.remote_endpoint(ec);
-  if (ec) co_return false;  // gone before we looked: nothing reached anyone
   rec.client = text(peer);
   steps::no_delay(client);
   if (const auto over = ticket.refused(); !over.empty()) {
@@ -219,9 +217,9 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
 // coroutine ends, and judging needs the sniffed bytes, the policy snapshot, the decision,
 // the resolution and the full record (a 2.4 KiB frame); an idle relayed connection keeps
 // only this frame (the sockets, the ticket, the packed line) and the relay's own state.
-asio::awaitable<void> handle_connection(tcp::socket client, proxy_context& ctx) {
+asio::awaitable<void> handle_connection(tcp::socket client, tcp::endpoint peer, proxy_context& ctx) {
   // 8. Relayed in steps::judge_then_relay (shared with the explicit listener).
-  return steps::judge_then_relay(std::move(client), ctx, &judge_and_connect);
+  return steps::judge_then_relay(std::move(client), peer, ctx, &judge_and_connect);
 }
 
 }  // namespace airlock::proxy

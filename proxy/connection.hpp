@@ -80,10 +80,13 @@ struct proxy_context {
   std::optional<boost::asio::any_io_executor> dns_loop{};
 };
 
-boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);
+// A transparently intercepted connection; `peer` is the client's address as accepted.
+boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client,
+                                               boost::asio::ip::tcp::endpoint peer, proxy_context& ctx);
 
 // The explicit listener (HTTP_PROXY/HTTPS_PROXY): CONNECT host:port and absolute-form
 // http:// requests, judged like transparent ones; a denial is a 403 with a JSON body.
-boost::asio::awaitable<void> handle_explicit_connection(boost::asio::ip::tcp::socket client, proxy_context& ctx);
+boost::asio::awaitable<void> handle_explicit_connection(boost::asio::ip::tcp::socket client,
+                                                        boost::asio::ip::tcp::endpoint peer, proxy_context& ctx);
 
 }  // namespace airlock::proxy

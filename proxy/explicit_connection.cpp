@@ -64,8 +64,9 @@ asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, cons
 // Everything up to the relay (see handle_connection for why the split): true when a
 // tunnel or a forwarded request is allowed, `upstream` connected, what the client sent so
 // far written on (`sent_up`) and the line handed to `line`.
-asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstream, proxy_context& ctx,
-                                        limiter::ticket& ticket, steps::relayed_line& line, std::uint64_t& sent_up) {
+asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
+                                        proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
+                                        std::uint64_t& sent_up) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
@@ -75,9 +76,6 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
   // Every answer on this listener is HTTP, whatever the client sent.
   constexpr auto channel = sniffed::kind::http;
 
-  boost::system::error_code ec;
-  const auto peer = client.remote_endpoint(ec);
-  if (ec) co_return false;
   rec.client = steps::text(peer);
   steps::no_delay(client);
   if (const auto over = ticket.refused(); !over.empty()) {
@@ -100,6 +98,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
     co_await steps::refuse_over_limit(client, channel, guard, over);
     co_return false;
   }
+  boost::system::error_code ec;
   if (const auto here = client.local_endpoint(ec); !ec) steps::start_probe(ctx, guard, peer, here, client.get_executor());
 
   // 2. The proxy request: CONNECT host:port, or an absolute-form http:// request.
@@ -210,8 +209,8 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, tcp::socket& upstre
 
 }  // namespace
 
-asio::awaitable<void> handle_explicit_connection(tcp::socket client, proxy_context& ctx) {
-  return steps::judge_then_relay(std::move(client), ctx, &judge_and_connect);
+asio::awaitable<void> handle_explicit_connection(tcp::socket client, tcp::endpoint peer, proxy_context& ctx) {
+  return steps::judge_then_relay(std::move(client), peer, ctx, &judge_and_connect);
 }
 
 }  // namespace airlock::proxy

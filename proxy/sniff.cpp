@@ -8,7 +8,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <span>
+#include <tuple>
+#include <utility>
 #include <variant>
+
+#include <sys/socket.h>
 
 namespace airlock::proxy {
 namespace {
@@ -18,6 +24,19 @@ using policy::reason;
 
 // Above both parsers' caps, so they, not the buffer, say "too large".
 constexpr std::size_t max_first_bytes = http_head::default_max_size + 1024;
+
+// One read that does not wait (MSG_DONTWAIT: the accepted socket may still be blocking):
+// would_block when nothing is queued yet.
+std::tuple<boost::system::error_code, std::size_t> read_now(asio::ip::tcp::socket& s, std::span<std::byte> into) {
+  for (;;) {
+    const auto n = ::recv(s.native_handle(), into.data(), into.size(), MSG_DONTWAIT);
+    if (n > 0) return {boost::system::error_code{}, static_cast<std::size_t>(n)};
+    if (n == 0) return {asio::error::eof, 0};
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return {asio::error::would_block, 0};
+    return {{errno, boost::system::system_category()}, 0};
+  }
+}
 
 sniffed fail(std::vector<std::byte>& bytes, reason why, sniffed::kind as = sniffed::kind::unknown) {
   sniffed s;
@@ -75,22 +94,30 @@ std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool 
 asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit,
                                std::optional<std::chrono::steady_clock::duration> quiet_limit) {
   std::vector<std::byte> bytes;
-  boost::system::error_code ignored;
   const core::cancel_after deadline(client, limit);  // for the whole of it, a quiet start included
-  if (quiet_limit && client.available(ignored) == 0) {  // most clients have spoken already: no wait
-    const core::cancel_after quiet(client, *quiet_limit);
-    co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
-    if (quiet.passed() && !deadline.passed()) {
-      sniffed s;
-      s.type = sniffed::kind::opaque;
-      s.silent = true;
-      co_return s;
-    }
-  }
   std::array<std::byte, 4096> chunk;
+  // Most clients have spoken by the time they are accepted: the first read is tried at
+  // once, with no wait and no asking first how much is queued.
+  auto first = read_now(client, chunk);
+  if (std::get<0>(first) == asio::error::would_block) {
+    if (quiet_limit) {
+      const core::cancel_after quiet(client, *quiet_limit);
+      co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
+      if (quiet.passed() && !deadline.passed()) {
+        sniffed s;
+        s.type = sniffed::kind::opaque;
+        s.silent = true;
+        co_return s;
+      }
+    }
+    first = {};  // nothing read: the loop reads
+  }
+  bool have_first = std::get<0>(first) || std::get<1>(first) > 0;
   first_message_tracker framing;
   while (!deadline.passed()) {
-    auto [ec, n] = co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
+    auto [ec, n] = std::exchange(have_first, false)
+                       ? first
+                       : co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
     if (deadline.passed()) break;
     if (ec && ec != asio::error::eof) co_return fail(bytes, reason::truncated);

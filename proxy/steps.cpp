@@ -297,12 +297,12 @@ asio::awaitable<std::optional<tcp::endpoint>> connect_any(tcp::socket& upstream,
   co_return ep;
 }
 
-asio::awaitable<void> judge_then_relay(tcp::socket client, proxy_context& ctx, judge_fn judge) {
+asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, proxy_context& ctx, judge_fn judge) {
   auto ticket = ctx.limits.accept();
   relayed_line line(ctx.log);
   tcp::socket upstream(client.get_executor());
   std::uint64_t sent_up = 0;
-  if (!co_await judge(client, upstream, ctx, ticket, line, sent_up)) co_return;
+  if (!co_await judge(client, peer, upstream, ctx, ticket, line, sent_up)) co_return;
   const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
   line.relayed(totals, sent_up, ticket);
 }

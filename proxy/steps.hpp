@@ -74,10 +74,12 @@ class relayed_line {
 // both are done, the connection idles out or a budget cuts it. The handlers return this
 // awaitable rather than awaiting it, so an idle connection holds one frame, not two.
 using judge_fn = boost::asio::awaitable<bool> (*)(boost::asio::ip::tcp::socket& client,
+                                                  const boost::asio::ip::tcp::endpoint& peer,
                                                   boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,
                                                   limiter::ticket& ticket, relayed_line& line,
                                                   std::uint64_t& sent_up);
-boost::asio::awaitable<void> judge_then_relay(boost::asio::ip::tcp::socket client, proxy_context& ctx, judge_fn judge);
+boost::asio::awaitable<void> judge_then_relay(boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::endpoint peer,
+                                              proxy_context& ctx, judge_fn judge);
 
 // A decision record as one string and back (exposed for tests).
 std::string pack(const core::decision_record& r);

@@ -41,7 +41,7 @@ expect "HTTPS through CONNECT to an allowed name works" body_is "origin says hel
   sbx_curl --proxy "$proxy" https://listed.airlock.test/
 expect "  logged as an allowed connect to airlock's own resolution" \
   line event=connect proto=connect name=listed.airlock.test verdict=allow reason=host_allowed \
-  dst=listed.airlock.test:443 upstream=203.0.113.10:443
+  dst=listed.airlock.test:443 upstream=203.0.113.10:443 "client~=$SBX_IP:"
 expect "plain HTTP through an absolute-form request works" body_is "origin says hello to listed.airlock.test" \
   sbx_curl --proxy "$proxy" http://listed.airlock.test/
 expect "  logged as http" line event=connect proto=http name=listed.airlock.test verdict=allow dst=listed.airlock.test:80

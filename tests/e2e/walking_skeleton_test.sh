@@ -31,7 +31,8 @@ world_tcp_banner "$ATTACKER_IP" 22
 expect "https to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl https://allowed.airlock.test/
 expect "  its connect line: allow host_allowed, to airlock's own resolution" \
   line event=connect proto=tls name=allowed.airlock.test verdict=allow reason=host_allowed \
-  dst=203.0.113.10:443 upstream=203.0.113.10:443 session=e2e-sandbox rule="$W/airlock.yaml:11"
+  dst=203.0.113.10:443 upstream=203.0.113.10:443 session=e2e-sandbox rule="$W/airlock.yaml:11" \
+  "client~=$SBX_IP:"
 expect "  its dns line: allow, answered with the origin's address" \
   line event=dns name=allowed.airlock.test qtype=A verdict=allow rcode=NOERROR
 expect "http to an allowed name works" body_is "origin says hello to allowed.airlock.test" sbx_curl http://allowed.airlock.test/

@@ -98,6 +98,9 @@ boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep, 
     if (auto ec = bind_socket(probe, ep)) return ec;
   }
   auto ec = bind_socket(a, ep, shared, transparent);
+  // Accepted sockets inherit it: a relay must not add Nagle's delay to a client's small
+  // writes, and one setsockopt here spares one per connection.
+  if (!ec) a.set_option(tcp::no_delay(true), ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   return ec;
 }
@@ -131,6 +134,7 @@ struct proxy_loop {
   // ctx: the loop goes before it, and what owns sockets on the loop goes before the loop.
   asio::io_context io{1};
   std::list<tcp::acceptor> proxy_acceptors;
+  std::list<tcp::acceptor> tproxy_acceptors;
   std::list<tcp::acceptor> explicit_acceptors;
   std::thread thread;
 };
@@ -169,7 +173,8 @@ struct instance::parts {
   std::list<tcp::acceptor> explicit_acceptors;
   std::list<tcp::acceptor> admin_acceptors;
   std::optional<unix_socket::acceptor> control;
-  std::list<tcp::acceptor> proxy_acceptors;  // REDIRECT and TPROXY listeners alike
+  std::list<tcp::acceptor> proxy_acceptors;  // REDIRECT
+  std::list<tcp::acceptor> tproxy_acceptors;
   std::vector<policy::endpoint_config> proxy_bound, tproxy_bound, explicit_bound, dns_bound, admin_bound;
   std::atomic<std::size_t> active_connections = 0;  // on every loop
   std::atomic<bool> stopping = false;
@@ -302,11 +307,13 @@ void begin_shutdown(parts_t& r) {
   if (r.stopping.exchange(true)) return;
   boost::system::error_code ignored;
   for (auto& a : r.proxy_acceptors) a.close(ignored);
+  for (auto& a : r.tproxy_acceptors) a.close(ignored);
   for (auto& a : r.explicit_acceptors) a.close(ignored);
   for (auto& loop : r.loops)
     asio::post(loop->io, [&l = *loop] {
       boost::system::error_code ignored_there;
       for (auto& a : l.proxy_acceptors) a.close(ignored_there);
+      for (auto& a : l.tproxy_acceptors) a.close(ignored_there);
       for (auto& a : l.explicit_acceptors) a.close(ignored_there);
     });
   for (auto& s : r.dns_sockets) s.close(ignored);
@@ -496,7 +503,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   const auto group = loops > 1 ? port_use::opens_group : port_use::alone;
   for (auto [what, wanted, acceptors, bound, use, transparent] :
        {tcp_listeners{"proxy", p->cfg.listen.proxy, p->proxy_acceptors, p->proxy_bound, group},
-        tcp_listeners{"tproxy", p->cfg.listen.tproxy, p->proxy_acceptors, p->tproxy_bound, group, true},
+        tcp_listeners{"tproxy", p->cfg.listen.tproxy, p->tproxy_acceptors, p->tproxy_bound, group, true},
         tcp_listeners{"http_proxy", p->cfg.listen.http_proxy, p->explicit_acceptors, p->explicit_bound, group},
         tcp_listeners{"admin", p->cfg.listen.admin, p->admin_acceptors, p->admin_bound, port_use::alone}}) {
     for (const auto& ep : wanted) {
@@ -518,7 +525,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
       bool transparent;
     };
     for (auto [wanted, acceptors, transparent] : {joined{&p->proxy_bound, &loop.proxy_acceptors, false},
-                                                  joined{&p->tproxy_bound, &loop.proxy_acceptors, true},
+                                                  joined{&p->tproxy_bound, &loop.tproxy_acceptors, true},
                                                   joined{&p->explicit_bound, &loop.explicit_acceptors, false}}) {
       for (const auto& ep : *wanted) {
         auto& a = acceptors->emplace_back(loop.io);
@@ -542,11 +549,15 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
   for (auto& a : r.proxy_acceptors)
     co_spawn(r.io, accept_loop(r, a, *r.proxy_ctx, &proxy::handle_connection), report("proxy listener"));
+  for (auto& a : r.tproxy_acceptors)
+    co_spawn(r.io, accept_loop(r, a, *r.proxy_ctx, &proxy::handle_tproxy_connection), report("tproxy listener"));
   for (auto& a : r.explicit_acceptors)
     co_spawn(r.io, accept_loop(r, a, *r.proxy_ctx, &proxy::handle_explicit_connection), report("http_proxy listener"));
   for (auto& loop : r.loops) {
     for (auto& a : loop->proxy_acceptors)
       co_spawn(loop->io, accept_loop(r, a, *loop->ctx, &proxy::handle_connection), report("proxy listener"));
+    for (auto& a : loop->tproxy_acceptors)
+      co_spawn(loop->io, accept_loop(r, a, *loop->ctx, &proxy::handle_tproxy_connection), report("tproxy listener"));
     for (auto& a : loop->explicit_acceptors)
       co_spawn(loop->io, accept_loop(r, a, *loop->ctx, &proxy::handle_explicit_connection),
                report("http_proxy listener"));

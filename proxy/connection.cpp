@@ -30,6 +30,7 @@ using steps::text;
 // Steps 1 to 7 of handle_connection: everything up to the relay. True when the connection
 // is allowed, `upstream` connected, the client's first bytes sent on (`sent_up`) and the
 // line handed to `line`; false when it was refused or served to its end here.
+template <interception how>
 asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
                                         proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
                                         std::uint64_t& sent_up) {
@@ -41,14 +42,13 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   rec.policy_version = snap->version();
 
   rec.client = text(peer);
-  steps::no_delay(client);
   if (const auto over = ticket.refused(); !over.empty()) {
     co_await refuse_over_limit(client, sniffed::kind::unknown, guard, over);
     co_return false;
   }
 
   // 1. Where the client meant to go. Without it there is no port to judge.
-  const auto dst = original_dst(client, peer);
+  const auto dst = original_dst(client, peer, how);
   if (!dst.has_value()) {
     // Usually a client that gave up before the accept (its conntrack entry went with
     // it): not airlock's fault, and it should not read like one.
@@ -219,7 +219,11 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
 // only this frame (the sockets, the ticket, the packed line) and the relay's own state.
 asio::awaitable<void> handle_connection(tcp::socket client, tcp::endpoint peer, proxy_context& ctx) {
   // 8. Relayed in steps::judge_then_relay (shared with the explicit listener).
-  return steps::judge_then_relay(std::move(client), peer, ctx, &judge_and_connect);
+  return steps::judge_then_relay(std::move(client), peer, ctx, &judge_and_connect<interception::redirect>);
+}
+
+asio::awaitable<void> handle_tproxy_connection(tcp::socket client, tcp::endpoint peer, proxy_context& ctx) {
+  return steps::judge_then_relay(std::move(client), peer, ctx, &judge_and_connect<interception::tproxy>);
 }
 
 }  // namespace airlock::proxy

@@ -81,8 +81,13 @@ struct proxy_context {
 };
 
 // A transparently intercepted connection; `peer` is the client's address as accepted.
+// From a REDIRECT listener (`listen.proxy`) and from a TPROXY one (`listen.tproxy`): the
+// same steps, only the original destination is read another way. The client socket is
+// expected to inherit TCP_NODELAY from its listener.
 boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client,
                                                boost::asio::ip::tcp::endpoint peer, proxy_context& ctx);
+boost::asio::awaitable<void> handle_tproxy_connection(boost::asio::ip::tcp::socket client,
+                                                      boost::asio::ip::tcp::endpoint peer, proxy_context& ctx);
 
 // The explicit listener (HTTP_PROXY/HTTPS_PROXY): CONNECT host:port and absolute-form
 // http:// requests, judged like transparent ones; a denial is a 403 with a JSON body.

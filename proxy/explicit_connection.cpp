@@ -77,7 +77,6 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   constexpr auto channel = sniffed::kind::http;
 
   rec.client = steps::text(peer);
-  steps::no_delay(client);
   if (const auto over = ticket.refused(); !over.empty()) {
     co_await steps::refuse_over_limit(client, channel, guard, over);
     co_return false;

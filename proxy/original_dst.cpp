@@ -37,25 +37,13 @@ boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> translate
 }  // namespace
 
 boost::system::result<boost::asio::ip::tcp::endpoint, std::error_code> original_dst(
-    boost::asio::ip::tcp::socket& socket, const boost::asio::ip::tcp::endpoint& peer) noexcept {
-  const int fd = socket.native_handle();
-  const bool v4 = peer.address().is_v4() || peer.address().to_v6().is_v4_mapped();
-  auto found = translated_dst(fd, v4);
-  if (found.has_value() || found.error() != std::errc::no_such_file_or_directory) return found;
-  // No conntrack entry: accepted from a TPROXY listener without connection tracking, where
-  // nothing was translated and the local end is the address the client meant. (With
-  // tracking, the original tuple above already says the same.)
+    boost::asio::ip::tcp::socket& socket, const boost::asio::ip::tcp::endpoint& peer, interception how) noexcept {
+  if (how == interception::redirect)
+    return translated_dst(socket.native_handle(), peer.address().is_v4() || peer.address().to_v6().is_v4_mapped());
   boost::system::error_code ec;
-  const auto local = socket.local_endpoint(ec);
+  auto local = socket.local_endpoint(ec);
   if (ec) return std::error_code(ec.value(), std::generic_category());
-  int transparent = 0;
-  socklen_t size = sizeof transparent;
-  const bool v4_socket = peer.address().is_v4();
-  if (::getsockopt(fd, v4_socket ? SOL_IP : SOL_IPV6, v4_socket ? IP_TRANSPARENT : IPV6_TRANSPARENT, &transparent,
-                   &size) == 0 &&
-      transparent != 0)
-    return local;
-  return found;
+  return local;
 }
 
 }  // namespace airlock::proxy

@@ -7,7 +7,6 @@
 #include "proxy/relay.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -28,11 +27,6 @@ using core::nothrow;
 using policy::reason;
 
 std::string text(const tcp::endpoint& ep) { return policy::endpoint_config{ep.address(), ep.port()}.to_string(); }
-
-void no_delay(tcp::socket& s) noexcept {
-  boost::system::error_code ignored;
-  s.set_option(tcp::no_delay(true), ignored);
-}
 
 bool peer_gone(tcp::socket& s) noexcept {
   char byte;
@@ -285,16 +279,49 @@ relayed_line::~relayed_line() {
   }
 }
 
+namespace {
+
+// Opens `s` for `ep` and starts connecting: true once the connect is under way (or done).
+bool start_connect(tcp::socket& s, const tcp::endpoint& ep) noexcept {
+  boost::system::error_code ec;
+  if (s.is_open()) s.close(ec);
+  s.open(ep.protocol(), ec);
+  // Non-blocking through Asio, so that its waits know and skip their own ioctl.
+  if (!ec) s.native_non_blocking(true, ec);
+  // Small writes go out at once (a TLS alert, a request head, an interactive protocol's
+  // keystrokes): a relay must not add Nagle's delay on top of the client's. (The client's
+  // side inherits it from the listener.)
+  if (!ec) s.set_option(tcp::no_delay(true), ec);
+  if (ec) return false;
+  return ::connect(s.native_handle(), ep.data(), static_cast<socklen_t>(ep.size())) == 0 || errno == EINPROGRESS ||
+         errno == EINTR;  // EINTR: the connect goes on, as with EINPROGRESS
+}
+
+// How the connect under way ended, once the socket is writable.
+bool connected(tcp::socket& s) noexcept {
+  int error = 0;
+  socklen_t size = sizeof error;
+  return ::getsockopt(s.native_handle(), SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error == 0;
+}
+
+}  // namespace
+
+// By hand rather than asio::async_connect, which polls the writable socket once more
+// before it reads SO_ERROR: SO_ERROR alone says how the connect went.
 asio::awaitable<std::optional<tcp::endpoint>> connect_any(tcp::socket& upstream,
                                                          const std::vector<asio::ip::address>& addresses,
                                                          std::uint16_t port, std::chrono::steady_clock::duration limit) {
-  std::vector<tcp::endpoint> endpoints;
-  for (const auto& a : addresses) endpoints.emplace_back(a, port);
   const core::cancel_after deadline(upstream, limit, core::when_due::close);
-  auto [ec, ep] = co_await asio::async_connect(upstream, endpoints, nothrow);
-  if (ec || deadline.passed()) co_return std::nullopt;
-  no_delay(upstream);
-  co_return ep;
+  for (const auto& address : addresses) {
+    const tcp::endpoint ep(address, port);
+    if (!start_connect(upstream, ep)) continue;
+    auto [ec] = co_await upstream.async_wait(tcp::socket::wait_write, nothrow);
+    if (deadline.passed()) co_return std::nullopt;
+    if (!ec && connected(upstream)) co_return ep;
+  }
+  boost::system::error_code ignored;
+  upstream.close(ignored);
+  co_return std::nullopt;
 }
 
 asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, proxy_context& ctx, judge_fn judge) {

@@ -23,9 +23,6 @@ namespace airlock::proxy::steps {
 
 std::string text(const boost::asio::ip::tcp::endpoint& ep);
 
-// Small writes go out at once (a TLS alert, a request head, an interactive protocol's
-// keystrokes): a relay must not add Nagle's delay on top of the client's.
-void no_delay(boost::asio::ip::tcp::socket& s) noexcept;
 // True when the peer has already closed or reset the connection.
 bool peer_gone(boost::asio::ip::tcp::socket& s) noexcept;
 

@@ -1,0 +1,127 @@
+// steps::connect_any on loopback: the first address that answers is the one connected
+// (one that refuses is skipped), nobody answering leaves the socket closed, and a connect
+// that never completes ends at the deadline.
+#include "proxy/steps.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <vector>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using airlock::proxy::steps::connect_any;
+using namespace std::chrono_literals;
+
+struct attempt {
+  std::optional<std::optional<tcp::endpoint>> reached;  // outer: the coroutine finished
+  std::chrono::steady_clock::duration took{};
+};
+
+void run_connect(asio::io_context& io, tcp::socket& upstream, std::vector<asio::ip::address> addresses,
+                 std::uint16_t port, std::chrono::steady_clock::duration limit, attempt& out) {
+  asio::co_spawn(
+      io,
+      [&upstream, addresses, port, limit, &out]() -> asio::awaitable<void> {
+        const auto started = std::chrono::steady_clock::now();
+        out.reached = co_await connect_any(upstream, addresses, port, limit);
+        out.took = std::chrono::steady_clock::now() - started;
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  io.run_for(10s);
+}
+
+// A port bound but not listening on `address`: a connect there is refused at once.
+tcp::acceptor refusing(asio::io_context& io, const asio::ip::address& address, std::uint16_t port = 0) {
+  tcp::acceptor a(io);
+  a.open(tcp::v4());
+  a.bind(tcp::endpoint(address, port));
+  return a;
+}
+
+const auto loopback = asio::ip::make_address("127.0.0.1");
+const auto loopback2 = asio::ip::make_address("127.0.0.2");
+
+}  // namespace
+
+TEST_CASE("connect_any: an address that refuses is skipped for the next one that answers") {
+  asio::io_context io;
+  tcp::acceptor listening(io, tcp::endpoint(loopback2, 0));
+  const auto port = listening.local_endpoint().port();
+  auto closed = refusing(io, loopback, port);  // the same port on the first address: refused
+  tcp::socket upstream(io);
+  attempt out;
+  run_connect(io, upstream, {loopback, loopback2}, port, 5s, out);
+  REQUIRE(out.reached.has_value());
+  REQUIRE(out.reached->has_value());
+  CHECK(**out.reached == tcp::endpoint(loopback2, port));
+  REQUIRE(upstream.is_open());
+  CHECK(upstream.remote_endpoint() == tcp::endpoint(loopback2, port));
+  int nodelay = 0;
+  socklen_t size = sizeof nodelay;
+  REQUIRE(::getsockopt(upstream.native_handle(), IPPROTO_TCP, TCP_NODELAY, &nodelay, &size) == 0);
+  CHECK(nodelay == 1);  // small writes are not held back by Nagle
+  CHECK(upstream.native_non_blocking());
+  listening.non_blocking(true);  // a failed check above must not hang the test here
+  boost::system::error_code ec;
+  listening.accept(ec);
+  CHECK_FALSE(ec);  // and the listener has it
+}
+
+TEST_CASE("connect_any: when every address refuses, nothing is reached and the socket is closed") {
+  asio::io_context io;
+  auto closed = refusing(io, loopback);
+  const auto port = closed.local_endpoint().port();
+  auto closed2 = refusing(io, loopback2, port);
+  tcp::socket upstream(io);
+  attempt out;
+  run_connect(io, upstream, {loopback, loopback2}, port, 5s, out);
+  REQUIRE(out.reached.has_value());
+  CHECK_FALSE(out.reached->has_value());
+  CHECK_FALSE(upstream.is_open());
+  CHECK(out.took < 4s);
+}
+
+TEST_CASE("connect_any: no addresses, nothing reached") {
+  asio::io_context io;
+  tcp::socket upstream(io);
+  attempt out;
+  run_connect(io, upstream, {}, 443, 5s, out);
+  REQUIRE(out.reached.has_value());
+  CHECK_FALSE(out.reached->has_value());
+  CHECK_FALSE(upstream.is_open());
+}
+
+TEST_CASE("connect_any: a connect that never completes ends at the deadline") {
+  asio::io_context io;
+  // A listener whose accept queue is full drops the next SYN: that connect hangs (the
+  // client would send its SYN again only after a second).
+  tcp::acceptor full(io);
+  full.open(tcp::v4());
+  full.bind(tcp::endpoint(loopback, 0));
+  full.listen(0);
+  const auto port = full.local_endpoint().port();
+  tcp::socket queued(io);
+  queued.connect(tcp::endpoint(loopback, port));  // takes the queue's only place
+  tcp::socket upstream(io);
+  attempt out;
+  run_connect(io, upstream, {loopback}, port, 200ms, out);
+  REQUIRE(out.reached.has_value());
+  CHECK_FALSE(out.reached->has_value());
+  CHECK_FALSE(upstream.is_open());
+  CHECK(out.took >= 200ms);
+  CHECK(out.took < 900ms);  // the deadline ended it, not the SYN's retry
+}

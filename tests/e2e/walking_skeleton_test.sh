@@ -19,7 +19,7 @@ world_airlock_config e2e-sandbox <<'YAML'
       - host: allowed.airlock.test
       - host: private.airlock.test
       - host: ssh.airlock.test
-        ports: [22]
+        ports: [22, 2223]
 YAML
 world_start_airlock -c "$W/airlock.yaml"
 world_tcp_banner "$ORIGIN_IP" 22
@@ -130,6 +130,9 @@ expect "  its connect line: tcp, named from the DNS answer, allowed by the name'
 expect_not "the same address on a port the rule does not list is refused" world_tcp_probe 203.0.113.10 2222
 expect "  its connect line: port_not_allowed, still named" \
   line event=connect proto=tcp dst=203.0.113.10:2222 name=ssh.airlock.test verdict=deny reason=port_not_allowed
+expect_not "an allowed port where nothing listens at the origin fails" world_tcp_probe 203.0.113.10 2223
+expect "  its connect line: upstream_unreachable, allowed by the rule but not reached" \
+  line event=connect proto=tcp dst=203.0.113.10:2223 name=ssh.airlock.test verdict=allow reason=upstream_unreachable
 expect_not "ssh-like TCP to an address no DNS answer gave out is refused" world_tcp_probe $ATTACKER_IP 22
 expect "  its connect line: no_name" line event=connect proto=tcp dst=$ATTACKER_IP:22 verdict=deny reason=no_name
 

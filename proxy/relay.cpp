@@ -1,6 +1,7 @@
 #include "proxy/relay.hpp"
 
 #include "core/deadline_watch.hpp"
+#include "proxy/edge_wait.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
@@ -122,7 +123,8 @@ class relay_op : private core::deadline_watch::entry {
         watch_(core::deadline_watch::of(client.get_executor())),
         idle_limit_(idle_limit),
         meter_(meter),
-        ways_{way{client, upstream, true}, way{upstream, client, false}} {}
+        ways_{way{client, upstream, true, &relay_op::edge_ready<0>, this},
+              way{upstream, client, false, &relay_op::edge_ready<1>, this}} {}
 
   relay_op(const relay_op&) = delete;
   relay_op& operator=(const relay_op&) = delete;
@@ -148,11 +150,18 @@ class relay_op : private core::deadline_watch::entry {
 
  private:
   struct way {
-    way(tcp::socket& f, tcp::socket& t, bool u) : from(f), to(t), up(u) {}
+#if AIRLOCK_EDGE_WAIT
+    way(tcp::socket& f, tcp::socket& t, bool u, edge_wait::done_fn ready, relay_op* op)
+        : from(f), to(t), up(u), edge(ready, op) {}
+#else
+    way(tcp::socket& f, tcp::socket& t, bool u, void (*)(void*, bool, const boost::system::error_code&), relay_op*)
+        : from(f), to(t), up(u) {}
+#endif
     tcp::socket& from;
     tcp::socket& to;
     bool up;
     bool done = false;
+    bool drained = false;     // this step's read found `from` empty, and the loop has not polled since
     bool bulk = false;        // a read filled the copy buffer: the rest goes by splice
     bool splice_ok = true;    // splice was not refused (EINVAL) for this pair
     bool full = false;        // this step's read took all it asked for: more may be waiting
@@ -162,6 +171,9 @@ class relay_op : private core::deadline_watch::entry {
     std::size_t moved = 0;    // this step's bytes
     std::unique_ptr<pipe_pair> pipe;      // only while bytes are in it
     std::unique_ptr<copy_buffer> buffer;  // the same
+#if AIRLOCK_EDGE_WAIT
+    edge_wait edge;  // how a drained `from` is waited for
+#endif
 
     // Back to the pools; a pipe with bytes that will never be written is closed instead.
     void let_go() {
@@ -201,7 +213,15 @@ class relay_op : private core::deadline_watch::entry {
     std::move(handler)(totals);  // on the loop already: resume the awaiting coroutine here
   }
 
+  // A `from` read empty a moment ago waits for its next edge as it is (proxy/edge_wait.hpp);
+  // one the loop may have polled since is re-armed by Asio's async_wait.
   void wait_readable(std::size_t i) {
+#if AIRLOCK_EDGE_WAIT
+    if (std::exchange(ways_[i].drained, false)) {
+      ++holds_;  // released by edge_ready, as a hold is by its wait's handler
+      return ways_[i].edge.start(ways_[i].from);
+    }
+#endif
     ways_[i].from.async_wait(tcp::socket::wait_read, [h = hold(this), i](boost::system::error_code ec) mutable {
       h.ran()->readable(i, ec);
     });
@@ -210,6 +230,13 @@ class relay_op : private core::deadline_watch::entry {
     ways_[i].to.async_wait(tcp::socket::wait_write, [h = hold(this), i](boost::system::error_code ec) mutable {
       h.ran()->writable(i, ec);
     });
+  }
+
+  template <std::size_t I>
+  static void edge_ready(void* self, bool ran, const boost::system::error_code& ec) {
+    auto* op = static_cast<relay_op*>(self);
+    if (ran) op->readable(I, ec);
+    op->release(ran);
   }
 
   // Nothing moved either way for the idle limit (the watch calls this once).
@@ -223,6 +250,7 @@ class relay_op : private core::deadline_watch::entry {
     way& w = ways_[i];
     if (w.done) return;
     if (ec) return failed(w);  // cancelled, or the socket went bad
+    w.drained = false;
     // Small exchanges are copied: two system calls a step, where splice costs four and a
     // pipe. A stream that fills the buffer is bulk, and moves by splice from then on.
     if (w.bulk && w.splice_ok && !w.pipe) w.pipe = spares<pipe_pair>().take();
@@ -238,6 +266,7 @@ class relay_op : private core::deadline_watch::entry {
           return stepped(i);
         }
         if (would_block() || errno == EINTR) {
+          w.drained = would_block();
           w.let_go();
           return stepped(i);
         }
@@ -255,12 +284,14 @@ class relay_op : private core::deadline_watch::entry {
     if (n == 0) return eof(w);
     if (n < 0) {
       if (would_block() || errno == EINTR) {
+        w.drained = would_block();
         w.let_go();
         return stepped(i);
       }
       return failed(w);
     }
     auto got = static_cast<std::size_t>(n);
+    bool took_error = false;
     if (got < asked) {
       // An answer and its sender's FIN often arrive together (a server that closes after
       // writing): one more look finds the FIN now, so the bytes and the FIN leave as one
@@ -268,9 +299,13 @@ class relay_op : private core::deadline_watch::entry {
       const auto more = ::recv(w.from.native_handle(), w.buffer->bytes.data() + got, asked - got, MSG_DONTWAIT);
       if (more == 0) w.eof_next = true;
       if (more > 0) got += static_cast<std::size_t>(more);
+      // An error (a reset) this look took is announced by no later edge: the next wait
+      // must re-arm, which finds the socket as it is.
+      took_error = more < 0 && !would_block();
     }
     w.pending = w.moved = got;
     w.full = got == asked;
+    w.drained = got < asked && !took_error;  // a short read emptied the socket
     if (got == w.buffer->bytes.size()) w.bulk = true;
     flush(i);
   }
@@ -305,6 +340,7 @@ class relay_op : private core::deadline_watch::entry {
       }
       if (out < 0 && errno == EINTR) continue;
       if (out < 0 && !would_block()) return failed(w);
+      w.drained = false;  // the loop polls before `from` is read again
       return wait_writable(i);
     }
     w.let_go();  // empty: every byte that went in came out

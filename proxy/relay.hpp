@@ -15,7 +15,9 @@
 // a byte budget is overrun by one byte at most.
 //
 // An idle relayed connection costs one small heap object, two pending waits (either
-// socket readable) and a node in its event loop's idle watchdog (one timer per loop):
+// socket readable; a way that read its socket empty waits inside that object, with no
+// epoll_ctl: proxy/edge_wait.hpp) and a node in its event loop's idle watchdog (one timer
+// per loop):
 // relay() is a single asynchronous operation driven by completion handlers, not a
 // coroutine per direction joined with && and || (that shape weighed several KiB per
 // connection; see proxy/README.md, "Memory per idle connection").

@@ -1,5 +1,6 @@
 // The relay on loopback: bytes both ways with half-close, the idle timeout (and traffic
-// pushing it back), a meter that cuts, and a loop torn down mid-relay.
+// pushing it back: each byte after the first wakes a way that read its socket empty), a
+// meter that cuts, and a loop torn down mid-relay.
 #include "core/deadline.hpp"
 #include "proxy/relay.hpp"
 
@@ -302,5 +303,21 @@ TEST_CASE("relay: a loop torn down mid-relay unwinds the waiting coroutine") {
     w.io.run_for(100ms);
     CHECK_FALSE(unwound);
   }  // the io_context goes with its pending waits (LeakSanitizer checks nothing is left)
+  CHECK(unwound);
+}
+
+TEST_CASE("relay: a loop torn down while a way waits for the next edge of a socket it read empty unwinds too") {
+  bool unwound = false;
+  std::string at_upstream;
+  {
+    wiring w;
+    spawn(w.io, relay_then_mark(w, unwound));
+    asio::write(w.client, asio::buffer("x", 1));  // one short read, then the wait for more
+    w.io.run_for(100ms);
+    char got = 0;
+    CHECK(w.upstream.read_some(asio::buffer(&got, 1)) == 1);  // the step ran
+    CHECK(got == 'x');
+    CHECK_FALSE(unwound);
+  }
   CHECK(unwound);
 }

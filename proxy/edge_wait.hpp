@@ -1,0 +1,66 @@
+#pragma once
+// A wait for a socket to turn readable that costs no system call, for a socket a read has
+// just found empty.
+//
+// Asio registers a socket with its loop's epoll once, edge-triggered for input. Its
+// async_wait, though, re-arms the socket with EPOLL_CTL_MOD on every wait, because in
+// general it cannot know whether the socket is readable already (an edge may have come and
+// gone while nothing waited). The relay can know: when a read came back short or empty
+// and the loop has not polled since, every byte that arrives from then on raises a new
+// edge, and the loop will report it. This wait queues itself in Asio's reactor for that
+// edge, as Asio's own speculative reads do when they find nothing: no epoll_ctl. That is
+// how nginx waits (a socket registered once, read until EAGAIN); on a TLS connection it
+// spares about one system call per relay step (proxy/README.md).
+//
+// It reaches into Asio's reactor (boost::asio::detail), so it exists only for the Asio it
+// was written against (Boost 1.81, the epoll reactor); anywhere else AIRLOCK_EDGE_WAIT is
+// 0 and the relay re-arms with async_wait as before.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+#include <boost/version.hpp>
+
+#include <cstddef>
+
+#if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#define AIRLOCK_EDGE_WAIT 1
+#include <boost/asio/detail/reactor.hpp>
+#include <boost/asio/detail/reactor_op.hpp>
+#else
+#define AIRLOCK_EDGE_WAIT 0
+#endif
+
+namespace airlock::proxy {
+
+#if AIRLOCK_EDGE_WAIT
+
+// One wait, reused: its owner keeps it (and itself) alive while it is pending, and starts
+// it again only after it completed. Completion calls `done(owner, ran, ec)` on the loop:
+// `ran` is false when the loop is torn down with the wait pending (the owner must then only
+// let go), `ec` is set when the wait was cancelled or the socket closed.
+class edge_wait : private boost::asio::detail::reactor_op {
+ public:
+  using done_fn = void (*)(void* owner, bool ran, const boost::system::error_code& ec);
+
+  edge_wait(done_fn on_done, void* owner) noexcept
+      : reactor_op(boost::system::error_code(), &edge_wait::look, &edge_wait::complete), done_(on_done), owner_(owner) {}
+  edge_wait(const edge_wait&) = delete;
+  edge_wait& operator=(const edge_wait&) = delete;
+
+  // `s`: open, non-blocking, on this loop, and read empty (or short) since the loop last
+  // polled. Anything else would wait for an edge that already came.
+  void start(boost::asio::ip::tcp::socket& s);
+
+ private:
+  static status look(reactor_op* base) noexcept;
+  static void complete(void* owner, boost::asio::detail::operation* base, const boost::system::error_code&,
+                       std::size_t) noexcept;
+
+  done_fn done_;
+  void* owner_;
+  boost::asio::detail::reactor* reactor_ = nullptr;  // the loop's, found at the first start
+  bool starting_ = false;
+};
+
+#endif
+
+}  // namespace airlock::proxy

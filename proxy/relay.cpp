@@ -299,8 +299,8 @@ class relay_op : private core::deadline_watch::entry {
       const auto more = ::recv(w.from.native_handle(), w.buffer->bytes.data() + got, asked - got, MSG_DONTWAIT);
       if (more == 0) w.eof_next = true;
       if (more > 0) got += static_cast<std::size_t>(more);
-      // An error (a reset) this look took is announced by no later edge: the next wait
-      // must re-arm, which finds the socket as it is.
+      // An error (a reset) this look took need not be announced by a later edge: the next
+      // wait re-arms, which finds the socket as it is.
       took_error = more < 0 && !would_block();
     }
     w.pending = w.moved = got;

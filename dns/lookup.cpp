@@ -1,5 +1,6 @@
 #include "dns/lookup.hpp"
 
+#include <array>
 #include <cstring>
 
 namespace airlock::dns {
@@ -54,8 +55,11 @@ boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(r
 
 namespace {
 
-// The order both address lookups ask in: A first, AAAA only when A had none.
-constexpr std::uint16_t address_types[] = {wire::type::a, wire::type::aaaa};
+// The order both address lookups ask in: the second only when the first had none.
+std::array<std::uint16_t, 2> address_types(ask_first first) {
+  if (first == ask_first::aaaa) return {wire::type::aaaa, wire::type::a};
+  return {wire::type::a, wire::type::aaaa};
+}
 
 // Appends an answer's A/AAAA addresses; true once there is at least one (asking stops).
 bool collect(const wire::message& answer, std::vector<boost::asio::ip::address>& found) {
@@ -67,9 +71,10 @@ bool collect(const wire::message& answer, std::vector<boost::asio::ip::address>&
 }  // namespace
 
 std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cache& cache,
-                                                                      const policy::domain_name& name) {
+                                                                      const policy::domain_name& name,
+                                                                      ask_first first) {
   std::vector<boost::asio::ip::address> found;
-  for (auto qtype : address_types) {
+  for (auto qtype : address_types(first)) {
     auto hit = find_cached(cache, name, qtype);
     if (!hit) return std::nullopt;
     if (collect(hit->answer, found)) break;
@@ -77,9 +82,10 @@ std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cac
   return found;
 }
 
-boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name) {
+boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name,
+                                                      ask_first first) {
   std::vector<boost::asio::ip::address> found;
-  for (auto qtype : address_types) {
+  for (auto qtype : address_types(first)) {
     auto answer = co_await resolve(r, cache, name, qtype);
     if (!answer.has_value()) co_return answer.error();
     if (collect(answer->answer, found)) break;

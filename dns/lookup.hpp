@@ -32,14 +32,22 @@ boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(r
 
 using address_list = boost::system::result<std::vector<boost::asio::ip::address>, resolve_error>;
 
+// Which address records are asked first; the other kind only when the first has none. The
+// proxy asks for the family the client itself used: a client that reached a dual-stack
+// name over IPv6 is compared with, and connected to, the name's AAAA records.
+enum class ask_first { a, aaaa };
+
 // What lookup_addresses would return, when the cache alone can say it (without suspending:
 // any thread may ask); nullopt when an upstream question would be needed.
 std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cache& cache,
-                                                                      const policy::domain_name& name);
+                                                                      const policy::domain_name& name,
+                                                                      ask_first first = ask_first::a);
 
-// A records first; AAAA only when there are none. CNAME chains are followed by the
-// upstream, so the addresses at the end of the chain are what comes back.
-boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name);
+// One kind of address records (`first`), then the other only when there are none. CNAME
+// chains are followed by the upstream, so the addresses at the end of the chain are what
+// comes back.
+boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name,
+                                                      ask_first first = ask_first::a);
 
 // The A/AAAA address of a record, if it is one.
 std::optional<boost::asio::ip::address> address_of(const wire::record& rr);

@@ -164,7 +164,12 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   // 5. Where to connect: airlock's own resolution of the name, never the client's choice.
   std::vector<asio::ip::address> targets;
   if (name) {
-    targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
+    // The client's own address family first: over IPv6 it is compared with the name's AAAA
+    // records, not called a mismatch (and moved to IPv4) because the name also has A records.
+    const auto& to = dst->address();
+    const bool v6 = to.is_v6() && !to.to_v6().is_v4_mapped();
+    targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec,
+                                             v6 ? dns::ask_first::aaaa : dns::ask_first::a);
     if (targets.empty()) {
       co_await refuse(client, first.type, guard);
       co_return false;

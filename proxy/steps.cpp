@@ -98,17 +98,17 @@ void cut_by_budget(core::decision_record& rec, std::string_view budget) {
 
 asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ctx, const policy::compiled_policy& p,
                                                                const policy::domain_name& name, std::uint16_t port,
-                                                               core::decision_record& rec) {
+                                                               core::decision_record& rec, dns::ask_first first) {
   std::vector<asio::ip::address> targets;
   // The resolver lives on the DNS loop; a connection on another loop reads the shared cache
   // itself, and only for a name it does not hold asks there and is resumed here. A name the
   // sandbox just looked up is never asked upstream again.
   dns::address_list resolved{std::vector<asio::ip::address>{}};
-  if (auto cached = ctx.dns_loop ? dns::cached_addresses(ctx.cache, name) : std::nullopt) {
+  if (auto cached = ctx.dns_loop ? dns::cached_addresses(ctx.cache, name, first) : std::nullopt) {
     resolved = std::move(*cached);
   } else {
     // (Two statements, not a ?: of two co_awaits: GCC 12 destroys such a result twice.)
-    auto lookup = dns::lookup_addresses(ctx.resolver, ctx.cache, name);
+    auto lookup = dns::lookup_addresses(ctx.resolver, ctx.cache, name, first);
     if (ctx.dns_loop) lookup = asio::co_spawn(*ctx.dns_loop, std::move(lookup), asio::use_awaitable);
     resolved = co_await std::move(lookup);
   }

@@ -4,6 +4,7 @@
 // the connect to it. Each handler reads top to bottom and calls these.
 #include "attribution/probe.hpp"
 #include "core/decision.hpp"
+#include "dns/lookup.hpp"
 #include "policy/domain_name.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connection.hpp"
@@ -103,12 +104,11 @@ void cut_by_budget(core::decision_record& rec, std::string_view budget);
 
 // Airlock's own resolution of an allowed name, minus special addresses that no cidr rule
 // of this policy allows. Empty when there is nothing to connect to; then `rec` says why
-// (resolve_failed, or private_address, which audit mode never softens).
-boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(proxy_context& ctx,
-                                                                             const policy::compiled_policy& p,
-                                                                             const policy::domain_name& name,
-                                                                             std::uint16_t port,
-                                                                             core::decision_record& rec);
+// (resolve_failed, or private_address, which audit mode never softens). `first`: the
+// address family asked first (the other only when it has none).
+boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(
+    proxy_context& ctx, const policy::compiled_policy& p, const policy::domain_name& name, std::uint16_t port,
+    core::decision_record& rec, dns::ask_first first = dns::ask_first::a);
 
 // Connects to the first address that answers, within one overall deadline: the endpoint
 // it reached, or nullopt (the socket is then closed).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # IPv6 is handled exactly like IPv4: a sandbox with an IPv6 route is redirected by the same
 # inet table, airlock reads the original destination with IP6T_SO_ORIGINAL_DST, and every
-# decision (names, SNI spoofing, no SNI, Host) comes out the same. Documentation prefix
-# 2001:db8::/32, inside the test's own namespaces only.
+# decision (names, SNI spoofing, no SNI, Host) comes out the same. Then the same through
+# TPROXY (IPV6_TRANSPARENT listener, destination read with getsockname). Documentation
+# prefix 2001:db8::/32, inside the test's own namespaces only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 WORLD_IPV6=1
@@ -27,9 +28,9 @@ expect "DNS over IPv6 answers AAAA for an allowed name (the proxy carries IPv6)"
 expect "  from the IPv6 session" line event=dns session=v6-sandbox name=listed.airlock.test qtype=AAAA verdict=allow
 expect "HTTPS over IPv6 to an allowed name works" body_is "origin says hello to listed.airlock.test" \
   sbx_curl -6 https://listed.airlock.test/
-expect "  logged with IPv6 endpoints, the original destination read back" \
-  line event=connect session=v6-sandbox name=listed.airlock.test verdict=allow \
-  'client~=[2001:db8:51::2]:' 'dst=[2001:db8:113::10]:443'
+expect "  logged with IPv6 endpoints, the original destination read back and connected to" \
+  line event=connect session=v6-sandbox name=listed.airlock.test verdict=allow reason=host_allowed \
+  'client~=[2001:db8:51::2]:' "dst=[$ORIGIN_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
 expect_not "HTTPS over IPv6 to an unlisted name is refused" \
   sbx_curl -6 --resolve "unlisted.airlock.test:443:[$ORIGIN_IP6]" https://unlisted.airlock.test/
 expect "  logged as host_not_allowed" line event=connect session=v6-sandbox name=unlisted.airlock.test \
@@ -37,12 +38,47 @@ expect "  logged as host_not_allowed" line event=connect session=v6-sandbox name
 expect "an allowed SNI aimed at the attacker's IPv6 address reaches only the real host" \
   body_is "origin says hello to listed.airlock.test" \
   sbx_curl -6 --resolve "listed.airlock.test:443:[$ATTACKER_IP6]" https://listed.airlock.test/
-expect "  logged as dst_mismatch" line event=connect session=v6-sandbox name=listed.airlock.test \
-  reason=dst_mismatch "dst=[$ATTACKER_IP6]:443"
+expect "  logged as dst_mismatch, upstream the real host over IPv6" line event=connect session=v6-sandbox \
+  name=listed.airlock.test reason=dst_mismatch "dst=[$ATTACKER_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
 expect_not "no SNI to a bare IPv6 address is refused" sbx_curl -6 -k "https://[$ATTACKER_IP6]/"
 expect "  logged as no_name" line event=connect session=v6-sandbox "dst=[$ATTACKER_IP6]:443" reason=no_name
 expect "plain HTTP over IPv6 with an unlisted Host gets 403" \
   bash -c '[[ $(ip netns exec "$0" curl -s -o /dev/null -w "%{http_code}" --max-time 10 -H "Host: unlisted.airlock.test" "http://[$1]/") == 403 ]]' \
   "$SBX" "$ORIGIN_IP6"
+
+# The same sandbox through TPROXY instead: no NAT, the accepted IPv6 socket keeps the
+# address the client meant. A fresh decision log, so every line below is this phase's.
+kill -TERM "$AIRLOCK_PID"
+wait "$AIRLOCK_PID" || true
+mv "$W/decisions.jsonl" "$W/decisions-redirect.jsonl"
+ip netns exec "$GW" nft delete table inet "airlock_${P}_g0"
+"$AIRLOCK" nft-rules --iface "$P-g0" --tproxy --proxy-port 15002 >"$W/tproxy.nft"
+ip netns exec "$GW" nft -f "$W/tproxy.nft"
+ip -n "$GW" -6 rule add fwmark 0x1a1 lookup 417
+ip -n "$GW" -6 route add local ::/0 dev lo table 417
+sed -i 's|^  proxy: .*|  tproxy: ["0.0.0.0:15002", "[::]:15002"]|' "$W/airlock.yaml"
+world_start_airlock -c "$W/airlock.yaml"
+
+expect "TPROXY: the ready line names the IPv6 TPROXY listener" grep -q 'tproxy=.*\[::\]:15002' "$W/airlock.stderr"
+expect "TPROXY: HTTPS over IPv6 to an allowed name works" body_is "origin says hello to listed.airlock.test" \
+  sbx_curl -6 https://listed.airlock.test/
+expect "  its line: the destination as the client addressed it" \
+  line event=connect session=v6-sandbox proto=tls name=listed.airlock.test verdict=allow reason=host_allowed \
+  'client~=[2001:db8:51::2]:' "dst=[$ORIGIN_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
+expect_not "TPROXY: HTTPS over IPv6 to an unlisted name is refused" \
+  sbx_curl -6 --resolve "unlisted.airlock.test:443:[$ORIGIN_IP6]" https://unlisted.airlock.test/
+expect "  logged as host_not_allowed" line event=connect session=v6-sandbox name=unlisted.airlock.test \
+  verdict=deny reason=host_not_allowed
+expect "TPROXY: an allowed SNI aimed at the attacker's IPv6 address reaches only the real host" \
+  body_is "origin says hello to listed.airlock.test" \
+  sbx_curl -6 --resolve "listed.airlock.test:443:[$ATTACKER_IP6]" https://listed.airlock.test/
+expect "  logged as dst_mismatch, upstream the real host over IPv6" line event=connect session=v6-sandbox \
+  name=listed.airlock.test reason=dst_mismatch "dst=[$ATTACKER_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
+expect_not "TPROXY: no SNI to a bare IPv6 address is refused" sbx_curl -6 -k "https://[$ATTACKER_IP6]/"
+expect "  logged as no_name" line event=connect session=v6-sandbox "dst=[$ATTACKER_IP6]:443" reason=no_name
+expect "TPROXY: plain HTTP over IPv6 with an unlisted Host gets 403" \
+  bash -c '[[ $(ip netns exec "$0" curl -s -o /dev/null -w "%{http_code}" --max-time 10 -H "Host: unlisted.airlock.test" "http://[$1]/") == 403 ]]' \
+  "$SBX" "$ORIGIN_IP6"
+
 expect "the attacker's origin saw no request at all" test ! -s "$W/attacker-access.log"
 check_summary

@@ -138,6 +138,39 @@ TEST_CASE("cached_addresses: what lookup_addresses would say, only when the cach
   CHECK(found->front().to_string() == "2001:db8::1");
 }
 
+TEST_CASE("cached_addresses: AAAA first for a client that used IPv6, A only when there is no AAAA") {
+  using airlock::dns::ask_first;
+  using airlock::dns::cached_addresses;
+  answer_cache c;
+  const auto now = answer_cache::clock::now();
+  auto aaaa = a_record(300);
+  aaaa.rtype = wire::type::aaaa;
+  aaaa.rdata = std::string("\x20\x01\x0d\xb8", 4) + std::string(11, '\0') + "\x01";
+
+  // Dual stack: each order gives its own family, and only that one.
+  const auto dual = *airlock::policy::domain_name::parse("dual.example.com");
+  c.store("dual.example.com", wire::type::a, answer(0, {a_record(300)}), now);
+  CHECK_FALSE(cached_addresses(c, dual, ask_first::aaaa));  // AAAA not cached: ask upstream
+  c.store("dual.example.com", wire::type::aaaa, answer(0, {aaaa}), now);
+  auto v6 = cached_addresses(c, dual, ask_first::aaaa);
+  REQUIRE(v6);
+  REQUIRE(v6->size() == 1);
+  CHECK(v6->front().to_string() == "2001:db8::1");
+  auto v4 = cached_addresses(c, dual);
+  REQUIRE(v4);
+  REQUIRE(v4->size() == 1);
+  CHECK(v4->front().to_string() == "203.0.113.10");
+
+  // No AAAA records (NODATA cached): the A records, as for an IPv4 client.
+  const auto v4only = *airlock::policy::domain_name::parse("v4.example.com");
+  c.store("v4.example.com", wire::type::aaaa, answer(0, {}, {soa(900, 600)}), now);
+  c.store("v4.example.com", wire::type::a, answer(0, {a_record(300)}), now);
+  auto fallback = cached_addresses(c, v4only, ask_first::aaaa);
+  REQUIRE(fallback);
+  REQUIRE(fallback->size() == 1);
+  CHECK(fallback->front().to_string() == "203.0.113.10");
+}
+
 // ---- dns/query.hpp: what the cache lets the UDP listener answer without a coroutine ----
 
 #include "dns/query.hpp"

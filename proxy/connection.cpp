@@ -83,7 +83,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     co_await refuse_over_limit(client, sniffed::kind::unknown, guard, over);
     co_return false;
   }
-  steps::start_probe(ctx, guard, peer, *dst, client.get_executor());
+  steps::start_probe(ctx, guard, client, peer, *dst);
 
   // 3. What it says: SNI or Host, within the peek deadline.
   auto first = co_await sniff(client, ctx.settings.peek_limit, ctx.settings.quiet_limit);

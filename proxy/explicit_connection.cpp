@@ -97,8 +97,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     co_await steps::refuse_over_limit(client, channel, guard, over);
     co_return false;
   }
-  boost::system::error_code ec;
-  if (const auto here = client.local_endpoint(ec); !ec) steps::start_probe(ctx, guard, peer, here, client.get_executor());
+  steps::start_probe(ctx, guard, client, peer);
 
   // 2. The proxy request: CONNECT host:port, or an absolute-form http:// request.
   auto first = co_await sniff(client, ctx.settings.peek_limit);

@@ -41,11 +41,17 @@ emit_once::~emit_once() {
   attribution::emit_line(sink, record, probe);
 }
 
-void start_probe(proxy_context& ctx, emit_once& line, const tcp::endpoint& client, const tcp::endpoint& addressed,
-                 asio::any_io_executor ex) {
-  if (!ctx.finder || !ctx.netns_of) return;
-  line.probe = attribution::probe::start(ctx.finder, ctx.netns_of(line.record.session),
-                                         attribution::socket_key::tcp(client, addressed), std::move(ex));
+void start_probe(proxy_context& ctx, emit_once& line, tcp::socket& accepted, const tcp::endpoint& client,
+                 std::optional<tcp::endpoint> addressed) {
+  const std::string netns = ctx.finder && ctx.netns_of ? ctx.netns_of(line.record.session) : std::string();
+  if (netns.empty()) return;
+  if (!addressed) {
+    boost::system::error_code ec;
+    addressed = accepted.local_endpoint(ec);
+    if (ec) return;
+  }
+  line.probe = attribution::probe::start(ctx.finder, netns, attribution::socket_key::tcp(client, *addressed),
+                                         accepted.get_executor());
 }
 
 asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, emit_once& line) {

@@ -84,9 +84,12 @@ std::string pack(const core::decision_record& r);
 core::decision_record unpack(std::string_view packed);
 
 // Starts looking up the sandbox process behind this connection, when its session was
-// started by airlock (it has a network namespace to look in).
-void start_probe(proxy_context& ctx, emit_once& line, const boost::asio::ip::tcp::endpoint& client,
-                 const boost::asio::ip::tcp::endpoint& addressed, boost::asio::any_io_executor ex);
+// started by airlock (it has a network namespace to look in). `addressed`: where the client
+// connected to; absent (explicit proxy: airlock itself), it is read from the socket, and
+// only when there is a process to look for.
+void start_probe(proxy_context& ctx, emit_once& line, boost::asio::ip::tcp::socket& accepted,
+                 const boost::asio::ip::tcp::endpoint& client,
+                 std::optional<boost::asio::ip::tcp::endpoint> addressed = std::nullopt);
 
 // A denial in the language of the channel, so the client learns it was refused rather
 // than seeing a hang: a TLS alert, an HTTP 403 (502 when the upstream failed) with a JSON

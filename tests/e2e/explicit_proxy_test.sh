@@ -32,7 +32,7 @@ world_airlock_config explicit-sandbox <<'YAML'
       - host: listed.airlock.test
       - host: internal.airlock.test
 YAML
-sed -i 's|^  proxy: 0.0.0.0:15001|  http_proxy: 0.0.0.0:3128|; /^  dns: /d' "$W/airlock.yaml"
+sed -i "s|^  proxy: 0.0.0.0:15001|  http_proxy: 0.0.0.0:3128\n  control: $W/control.sock|; /^  dns: /d" "$W/airlock.yaml"
 world_start_airlock -c "$W/airlock.yaml"
 
 proxy="http://$GW_SBX_IP:3128"
@@ -65,6 +65,20 @@ s = socket.create_connection((sys.argv[1], 3128), timeout=5)
 s.sendall(sys.stdin.buffer.read())
 print(s.recv(4096).decode(errors=\"replace\").splitlines()[0])" "$1") == "HTTP/1.1 403 Forbidden" ]]' "$SBX" "$GW_SBX_IP"
 expect "  logged as parse_error, not_a_proxy_request" line event=connect reason=parse_error 'notes~=not_a_proxy_request'
+
+# A session whose network namespace airlock knows: the line names the process behind the
+# CONNECT. (The address that process dialled, airlock's own, is read only for such a session.)
+expect "  lines of a session without a namespace name no process" \
+  line event=connect session=explicit-sandbox name=listed.airlock.test process=null
+out=$(ip netns exec "$GW" curl -sS --max-time 5 --unix-socket "$W/control.sock" -X POST \
+  -H 'Content-Type: application/json' -w '\n%{http_code}\n' http://airlock/v1/sessions \
+  -d '{"id":"rt-explicit","sources":["'"$SBX_IP"'/32"],"policy":"sandbox","netns":"/run/netns/'"$SBX"'"}')
+expect "a session with a network namespace registers (201)" test "$(tail -1 <<<"$out")" = 201
+expect "CONNECT from it works" body_is "origin says hello to listed.airlock.test" \
+  sbx_curl --proxy "$proxy" https://listed.airlock.test/
+expect "  its line names the process (curl)" \
+  line event=connect session=rt-explicit proto=connect verdict=allow 'process~="comm": "curl"'
+
 expect "no request ever reached the attacker address" test ! -s "$W/attacker-access.log"
 expect_not "other gateway ports stay closed to the sandbox" \
   world_sbx curl -sS --max-time 3 "http://$GW_SBX_IP:15001/"

@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
 # IPv6 is handled exactly like IPv4: a sandbox with an IPv6 route is redirected by the same
 # inet table, airlock reads the original destination with IP6T_SO_ORIGINAL_DST, and every
-# decision (names, SNI spoofing, no SNI, Host) comes out the same. Then the same through
-# TPROXY (IPV6_TRANSPARENT listener, destination read with getsockname). Documentation
-# prefix 2001:db8::/32, inside the test's own namespaces only.
+# decision (names, SNI spoofing, no SNI, Host, opaque TCP named by AAAA answers) comes out
+# the same. Then all of it again through TPROXY (IPV6_TRANSPARENT listener, destination
+# read with getsockname). Documentation prefix 2001:db8::/32, inside the test's own
+# namespaces only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 WORLD_IPV6=1
 WORLD_RECORDS="listed.airlock.test 203.0.113.10
 listed.airlock.test AAAA 2001:db8:113::10
 unlisted.airlock.test 203.0.113.10
-unlisted.airlock.test AAAA 2001:db8:113::10"
+unlisted.airlock.test AAAA 2001:db8:113::10
+ssh.airlock.test AAAA 2001:db8:113::10"
 WORLD_CERT_NAMES="listed.airlock.test unlisted.airlock.test"
 source "$here/lib/world.sh"
 source "$here/lib/check.sh"
 world_up
 
-world_airlock_config v4-sandbox <<<'      - host: listed.airlock.test'
+world_airlock_config v4-sandbox <<'YAML'
+      - host: listed.airlock.test
+      - host: ssh.airlock.test
+        ports: [22]
+YAML
 sed -i 's|^  proxy: 0.0.0.0:15001|  proxy: ["0.0.0.0:15001", "[::]:15001"]|; s|^  dns: 0.0.0.0:15053|  dns: ["0.0.0.0:15053", "[::]:15053"]|' \
   "$W/airlock.yaml"
 printf '  - id: v6-sandbox\n    source: 2001:db8:51::/64\n    policy: sandbox\n' >>"$W/airlock.yaml"
 world_start_airlock -c "$W/airlock.yaml"
+world_tcp_banner "$ORIGIN_IP6" 22
+world_tcp_banner "$ATTACKER_IP6" 22
 
 aaaa() { world_sbx dig +time=3 +tries=1 +short AAAA @"$GW_SBX_IP6" "$1"; }
 expect "DNS over IPv6 answers AAAA for an allowed name (the proxy carries IPv6)" \
@@ -45,6 +53,20 @@ expect "  logged as no_name" line event=connect session=v6-sandbox "dst=[$ATTACK
 expect "plain HTTP over IPv6 with an unlisted Host gets 403" \
   bash -c '[[ $(ip netns exec "$0" curl -s -o /dev/null -w "%{http_code}" --max-time 10 -H "Host: unlisted.airlock.test" "http://[$1]/") == 403 ]]' \
   "$SBX" "$ORIGIN_IP6"
+opaque_checks() {  # opaque_checks PHASE: raw TCP judged by the IPv6 answers this airlock gave
+  expect "$1the AAAA of a name allowed for opaque TCP is answered" body_is 2001:db8:113::10 aaaa ssh.airlock.test
+  expect "$1opaque TCP to an address from an allowed name's AAAA answer works" \
+    body_is "SSH-2.0-airlock-e2e" world_tcp_probe "$ORIGIN_IP6" 22
+  expect "  its line: tcp, named from the DNS answer" line event=connect session=v6-sandbox proto=tcp \
+    name=ssh.airlock.test verdict=allow "dst=[$ORIGIN_IP6]:22" "upstream=[$ORIGIN_IP6]:22"
+  expect_not "$1opaque TCP to an IPv6 address no DNS answer gave out is refused" world_tcp_probe "$ATTACKER_IP6" 22
+  expect "  its line: deny no_name" line event=connect session=v6-sandbox proto=tcp "dst=[$ATTACKER_IP6]:22" \
+    verdict=deny reason=no_name
+  expect_not "$1opaque TCP to that address on a port the name does not list is refused" \
+    world_tcp_probe "$ORIGIN_IP6" 2222
+  expect "  its line: deny" line event=connect session=v6-sandbox proto=tcp "dst=[$ORIGIN_IP6]:2222" verdict=deny
+}
+opaque_checks ""
 
 # The same sandbox through TPROXY instead: no NAT, the accepted IPv6 socket keeps the
 # address the client meant. A fresh decision log, so every line below is this phase's.
@@ -79,6 +101,7 @@ expect "  logged as no_name" line event=connect session=v6-sandbox "dst=[$ATTACK
 expect "TPROXY: plain HTTP over IPv6 with an unlisted Host gets 403" \
   bash -c '[[ $(ip netns exec "$0" curl -s -o /dev/null -w "%{http_code}" --max-time 10 -H "Host: unlisted.airlock.test" "http://[$1]/") == 403 ]]' \
   "$SBX" "$ORIGIN_IP6"
+opaque_checks "TPROXY: "
 
 expect "the attacker's origin saw no request at all" test ! -s "$W/attacker-access.log"
 check_summary

@@ -163,7 +163,8 @@ world_tcp_banner() {
   local addr=$1 port=$2
   ip netns exec "$NET" timeout 120 python3 -c '
 import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(16)
 while True:
     c, _ = s.accept(); c.settimeout(5)

@@ -8,6 +8,7 @@
 #include "core/deadline.hpp"
 #include "core/decision_log.hpp"
 #include "core/http_server.hpp"
+#include "core/listen.hpp"
 #include "core/metrics.hpp"
 #include "core/spawn.hpp"
 #include "dns/resolver.hpp"
@@ -20,7 +21,6 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -32,7 +32,6 @@
 #include <list>
 #include <thread>
 
-#include <netinet/in.h>
 #include <sched.h>
 
 #include <sys/stat.h>
@@ -57,52 +56,6 @@ std::string error_lines(const std::vector<policy::config_error>& errors) {
 // with the part that stopped, never swallowed.
 auto report(const char* where) {
   return report_exceptions([where](const char* what) { std::fprintf(stderr, "airlock: %s stopped: %s\n", where, what); });
-}
-
-using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
-
-// TPROXY delivers connections addressed elsewhere only to sockets marked transparent.
-using ip_transparent = asio::detail::socket_option::boolean<SOL_IP, IP_TRANSPARENT>;
-using ipv6_transparent = asio::detail::socket_option::boolean<SOL_IPV6, IPV6_TRANSPARENT>;
-
-template <typename Socket, typename Endpoint>
-boost::system::error_code bind_socket(Socket& s, const Endpoint& ep, bool shared = false, bool transparent = false) {
-  boost::system::error_code ec;
-  s.open(ep.protocol(), ec);
-  if (!ec) s.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec && shared) s.set_option(reuse_port(true), ec);
-  if (!ec && transparent) {
-    if (ep.address().is_v6()) s.set_option(ipv6_transparent(true), ec);
-    else s.set_option(ip_transparent(true), ec);
-  }
-  // [::] and 0.0.0.0 may both be listed; each takes its own family only.
-  if (!ec && ep.address().is_v6()) s.set_option(asio::ip::v6_only(true), ec);
-  if (!ec) s.bind(ep, ec);
-  if (ec) {
-    boost::system::error_code ignored;
-    s.close(ignored);
-  }
-  return ec;
-}
-
-// How a listening socket shares its port with the other event loops' sockets.
-enum class port_use { alone, opens_group, joins_group };
-
-boost::system::error_code listen_tcp(tcp::acceptor& a, const tcp::endpoint& ep, port_use use = port_use::alone,
-                                     bool transparent = false) {
-  const bool shared = use != port_use::alone;
-  if (use == port_use::opens_group && ep.port() != 0) {
-    // SO_REUSEPORT would also let a second airlock (or anything of the same user) join the
-    // port and take half the connections: first make sure nobody listens there yet.
-    tcp::acceptor probe(a.get_executor());
-    if (auto ec = bind_socket(probe, ep)) return ec;
-  }
-  auto ec = bind_socket(a, ep, shared, transparent);
-  // Accepted sockets inherit it: a relay must not add Nagle's delay to a client's small
-  // writes, and one setsockopt here spares one per connection.
-  if (!ec) a.set_option(tcp::no_delay(true), ec);
-  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  return ec;
 }
 
 // The CA a sandbox should trust: only when some rule terminates TLS with it.
@@ -480,7 +433,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     auto& a = p->dns_acceptors.emplace_back(p->io);
     boost::system::error_code ec;
     for (int attempt = 0; attempt < 8; ++attempt) {
-      ec = bind_socket(s, udp::endpoint(ep.address, ep.port));
+      ec = bind_udp(s, udp::endpoint(ep.address, ep.port));
       if (ec) break;
       ec = listen_tcp(a, tcp::endpoint(ep.address, s.local_endpoint().port()));
       if (!ec || ep.port != 0) break;

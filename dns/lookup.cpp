@@ -82,6 +82,13 @@ std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cac
   return found;
 }
 
+std::vector<boost::asio::ip::address> cached_addresses_of(answer_cache& cache, const policy::domain_name& name,
+                                                          std::uint16_t qtype) {
+  std::vector<boost::asio::ip::address> found;
+  if (auto hit = find_cached(cache, name, qtype)) collect(hit->answer, found);
+  return found;
+}
+
 boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name,
                                                       ask_first first) {
   std::vector<boost::asio::ip::address> found;

@@ -43,6 +43,11 @@ std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cac
                                                                       const policy::domain_name& name,
                                                                       ask_first first = ask_first::a);
 
+// The addresses of one record type (A or AAAA) that the cache holds now; empty when it holds
+// none. Never asks upstream.
+std::vector<boost::asio::ip::address> cached_addresses_of(answer_cache& cache, const policy::domain_name& name,
+                                                          std::uint16_t qtype);
+
 // One kind of address records (`first`), then the other only when there are none. CNAME
 // chains are followed by the upstream, so the addresses at the end of the chain are what
 // comes back.

@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -123,14 +124,27 @@ asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ct
     if (!resolved.has_value()) rec.notes.push_back("upstream_" + std::string(dns::to_string(resolved.error())));
     co_return targets;
   }
-  for (const auto& a : *resolved)
-    if (!policy::is_special(policy::classify(a)) || p.cidr_allowance(a, port)) targets.push_back(a);
+  const auto permitted = [&](const asio::ip::address& a) {
+    return !policy::is_special(policy::classify(a)) || p.cidr_allowance(a, port);
+  };
+  std::copy_if(resolved->begin(), resolved->end(), std::back_inserter(targets), permitted);
   if (targets.empty()) {
     // Never softened by audit mode: watching a workload must not open the metadata
     // service or the internal network to it.
     rec.verdict = policy::verdict::deny;
     rec.reason = reason::private_address;
     rec.rule = "default";  // the special-address floor decided, not the allow rule
+    co_return targets;
+  }
+  // Behind the family asked first, the other one's addresses if the cache holds them (never
+  // asked upstream for this), tried only when none of the first answers: on a gateway with
+  // no IPv6 route out, a client that would have fallen back to IPv4 by itself cannot, since
+  // airlock accepted its connection. Only behind a usable first family, so the verdict never
+  // depends on what the cache holds.
+  const bool v6_first = first == dns::ask_first::aaaa;
+  if (targets.front().is_v6() == v6_first) {
+    const auto others = dns::cached_addresses_of(ctx.cache, name, v6_first ? dns::wire::type::a : dns::wire::type::aaaa);
+    std::copy_if(others.begin(), others.end(), std::back_inserter(targets), permitted);
   }
   co_return targets;
 }

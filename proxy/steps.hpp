@@ -108,7 +108,8 @@ void cut_by_budget(core::decision_record& rec, std::string_view budget);
 // Airlock's own resolution of an allowed name, minus special addresses that no cidr rule
 // of this policy allows. Empty when there is nothing to connect to; then `rec` says why
 // (resolve_failed, or private_address, which audit mode never softens). `first`: the
-// address family asked first (the other only when it has none).
+// address family asked first (the other only when it has none); the other family's cached
+// addresses follow as a fallback.
 boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(
     proxy_context& ctx, const policy::compiled_policy& p, const policy::domain_name& name, std::uint16_t port,
     core::decision_record& rec, dns::ask_first first = dns::ask_first::a);

@@ -12,14 +12,17 @@ WORLD_RECORDS="listed.airlock.test 203.0.113.10
 listed.airlock.test AAAA 2001:db8:113::10
 unlisted.airlock.test 203.0.113.10
 unlisted.airlock.test AAAA 2001:db8:113::10
-ssh.airlock.test AAAA 2001:db8:113::10"
-WORLD_CERT_NAMES="listed.airlock.test unlisted.airlock.test"
+ssh.airlock.test AAAA 2001:db8:113::10
+unrouted6.airlock.test 203.0.113.10
+unrouted6.airlock.test AAAA 2001:db8:99::10"
+WORLD_CERT_NAMES="listed.airlock.test unlisted.airlock.test unrouted6.airlock.test"
 source "$here/lib/world.sh"
 source "$here/lib/check.sh"
 world_up
 
 world_airlock_config v4-sandbox <<'YAML'
       - host: listed.airlock.test
+      - host: unrouted6.airlock.test
       - host: ssh.airlock.test
         ports: [22]
 YAML
@@ -43,6 +46,14 @@ expect_not "HTTPS over IPv6 to an unlisted name is refused" \
   sbx_curl -6 --resolve "unlisted.airlock.test:443:[$ORIGIN_IP6]" https://unlisted.airlock.test/
 expect "  logged as host_not_allowed" line event=connect session=v6-sandbox name=unlisted.airlock.test \
   verdict=deny reason=host_not_allowed
+# A dual-stack name whose IPv6 address the gateway has no route to: the client's IPv6
+# connection is carried over IPv4, to the A records airlock's cache holds (asked here).
+world_sbx dig +time=3 +tries=1 +short A @"$GW_SBX_IP6" unrouted6.airlock.test >/dev/null
+expect "a dual-stack name the gateway cannot reach over IPv6 is reached over IPv4" \
+  body_is "origin says hello to unrouted6.airlock.test" sbx_curl -6 https://unrouted6.airlock.test/
+expect "  its line: allowed, the client's IPv6 destination, upstream the IPv4 address" \
+  line event=connect session=v6-sandbox name=unrouted6.airlock.test verdict=allow reason=host_allowed \
+  "dst=[2001:db8:99::10]:443" "upstream=$ORIGIN_IP:443"
 expect "an allowed SNI aimed at the attacker's IPv6 address reaches only the real host" \
   body_is "origin says hello to listed.airlock.test" \
   sbx_curl -6 --resolve "listed.airlock.test:443:[$ATTACKER_IP6]" https://listed.airlock.test/

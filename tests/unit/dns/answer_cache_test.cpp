@@ -138,7 +138,7 @@ TEST_CASE("cached_addresses: what lookup_addresses would say, only when the cach
   CHECK(found->front().to_string() == "2001:db8::1");
 }
 
-TEST_CASE("cached_addresses: AAAA first for a client that used IPv6, A only when there is no AAAA") {
+TEST_CASE("cached_addresses: AAAA first for a client that used IPv6, A only when there is no AAAA; cached_addresses_of") {
   using airlock::dns::ask_first;
   using airlock::dns::cached_addresses;
   answer_cache c;
@@ -169,6 +169,14 @@ TEST_CASE("cached_addresses: AAAA first for a client that used IPv6, A only when
   REQUIRE(fallback);
   REQUIRE(fallback->size() == 1);
   CHECK(fallback->front().to_string() == "203.0.113.10");
+
+  // One type only, from the cache only: what is there, else nothing.
+  using airlock::dns::cached_addresses_of;
+  const auto of_dual = cached_addresses_of(c, dual, wire::type::aaaa);
+  REQUIRE(of_dual.size() == 1);
+  CHECK(of_dual.front().to_string() == "2001:db8::1");
+  CHECK(cached_addresses_of(c, v4only, wire::type::aaaa).empty());  // NODATA
+  CHECK(cached_addresses_of(c, *airlock::policy::domain_name::parse("none.example.com"), wire::type::a).empty());
 }
 
 // ---- dns/query.hpp: what the cache lets the UDP listener answer without a coroutine ----

@@ -34,36 +34,29 @@ world_tcp_banner "$ORIGIN_IP6" 22
 world_tcp_banner "$ATTACKER_IP6" 22
 
 aaaa() { world_sbx dig +time=3 +tries=1 +short AAAA @"$GW_SBX_IP6" "$1"; }
-expect "DNS over IPv6 answers AAAA for an allowed name (the proxy carries IPv6)" \
-  body_is 2001:db8:113::10 aaaa listed.airlock.test
-expect "  from the IPv6 session" line event=dns session=v6-sandbox name=listed.airlock.test qtype=AAAA verdict=allow
-expect "HTTPS over IPv6 to an allowed name works" body_is "origin says hello to listed.airlock.test" \
-  sbx_curl -6 https://listed.airlock.test/
-expect "  logged with IPv6 endpoints, the original destination read back and connected to" \
-  line event=connect session=v6-sandbox name=listed.airlock.test verdict=allow reason=host_allowed \
-  'client~=[2001:db8:51::2]:' "dst=[$ORIGIN_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
-expect_not "HTTPS over IPv6 to an unlisted name is refused" \
-  sbx_curl -6 --resolve "unlisted.airlock.test:443:[$ORIGIN_IP6]" https://unlisted.airlock.test/
-expect "  logged as host_not_allowed" line event=connect session=v6-sandbox name=unlisted.airlock.test \
-  verdict=deny reason=host_not_allowed
-# A dual-stack name whose IPv6 address the gateway has no route to: the client's IPv6
-# connection is carried over IPv4, to the A records airlock's cache holds (asked here).
-world_sbx dig +time=3 +tries=1 +short A @"$GW_SBX_IP6" unrouted6.airlock.test >/dev/null
-expect "a dual-stack name the gateway cannot reach over IPv6 is reached over IPv4" \
-  body_is "origin says hello to unrouted6.airlock.test" sbx_curl -6 https://unrouted6.airlock.test/
-expect "  its line: allowed, the client's IPv6 destination, upstream the IPv4 address" \
-  line event=connect session=v6-sandbox name=unrouted6.airlock.test verdict=allow reason=host_allowed \
-  "dst=[2001:db8:99::10]:443" "upstream=$ORIGIN_IP:443"
-expect "an allowed SNI aimed at the attacker's IPv6 address reaches only the real host" \
-  body_is "origin says hello to listed.airlock.test" \
-  sbx_curl -6 --resolve "listed.airlock.test:443:[$ATTACKER_IP6]" https://listed.airlock.test/
-expect "  logged as dst_mismatch, upstream the real host over IPv6" line event=connect session=v6-sandbox \
-  name=listed.airlock.test reason=dst_mismatch "dst=[$ATTACKER_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
-expect_not "no SNI to a bare IPv6 address is refused" sbx_curl -6 -k "https://[$ATTACKER_IP6]/"
-expect "  logged as no_name" line event=connect session=v6-sandbox "dst=[$ATTACKER_IP6]:443" reason=no_name
-expect "plain HTTP over IPv6 with an unlisted Host gets 403" \
-  bash -c '[[ $(ip netns exec "$0" curl -s -o /dev/null -w "%{http_code}" --max-time 10 -H "Host: unlisted.airlock.test" "http://[$1]/") == 403 ]]' \
-  "$SBX" "$ORIGIN_IP6"
+
+named_checks() {  # named_checks PHASE: HTTPS and HTTP over IPv6, judged by name
+  expect "$1HTTPS over IPv6 to an allowed name works" body_is "origin says hello to listed.airlock.test" \
+    sbx_curl -6 https://listed.airlock.test/
+  expect "  its line: IPv6 endpoints, the destination as the client addressed it, connected to" \
+    line event=connect session=v6-sandbox proto=tls name=listed.airlock.test verdict=allow reason=host_allowed \
+    'client~=[2001:db8:51::2]:' "dst=[$ORIGIN_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
+  expect_not "$1HTTPS over IPv6 to an unlisted name is refused" \
+    sbx_curl -6 --resolve "unlisted.airlock.test:443:[$ORIGIN_IP6]" https://unlisted.airlock.test/
+  expect "  logged as host_not_allowed" line event=connect session=v6-sandbox name=unlisted.airlock.test \
+    verdict=deny reason=host_not_allowed
+  expect "$1an allowed SNI aimed at the attacker's IPv6 address reaches only the real host" \
+    body_is "origin says hello to listed.airlock.test" \
+    sbx_curl -6 --resolve "listed.airlock.test:443:[$ATTACKER_IP6]" https://listed.airlock.test/
+  expect "  logged as dst_mismatch, upstream the real host over IPv6" line event=connect session=v6-sandbox \
+    name=listed.airlock.test reason=dst_mismatch "dst=[$ATTACKER_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
+  expect_not "$1no SNI to a bare IPv6 address is refused" sbx_curl -6 -k "https://[$ATTACKER_IP6]/"
+  expect "  logged as no_name" line event=connect session=v6-sandbox "dst=[$ATTACKER_IP6]:443" reason=no_name
+  expect "$1plain HTTP over IPv6 with an unlisted Host gets 403" \
+    bash -c '[[ $(ip netns exec "$0" curl -s -o /dev/null -w "%{http_code}" --max-time 10 -H "Host: unlisted.airlock.test" "http://[$1]/") == 403 ]]' \
+    "$SBX" "$ORIGIN_IP6"
+}
+
 opaque_checks() {  # opaque_checks PHASE: raw TCP judged by the IPv6 answers this airlock gave
   expect "$1the AAAA of a name allowed for opaque TCP is answered" body_is 2001:db8:113::10 aaaa ssh.airlock.test
   expect "$1opaque TCP to an address from an allowed name's AAAA answer works" \
@@ -77,6 +70,19 @@ opaque_checks() {  # opaque_checks PHASE: raw TCP judged by the IPv6 answers thi
     world_tcp_probe "$ORIGIN_IP6" 2222
   expect "  its line: deny" line event=connect session=v6-sandbox proto=tcp "dst=[$ORIGIN_IP6]:2222" verdict=deny
 }
+
+expect "DNS over IPv6 answers AAAA for an allowed name (the proxy carries IPv6)" \
+  body_is 2001:db8:113::10 aaaa listed.airlock.test
+expect "  from the IPv6 session" line event=dns session=v6-sandbox name=listed.airlock.test qtype=AAAA verdict=allow
+named_checks ""
+# A dual-stack name whose IPv6 address the gateway has no route to: the client's IPv6
+# connection is carried over IPv4, to the A records airlock's cache holds (asked here).
+world_sbx dig +time=3 +tries=1 +short A @"$GW_SBX_IP6" unrouted6.airlock.test >/dev/null
+expect "a dual-stack name the gateway cannot reach over IPv6 is reached over IPv4" \
+  body_is "origin says hello to unrouted6.airlock.test" sbx_curl -6 https://unrouted6.airlock.test/
+expect "  its line: allowed, the client's IPv6 destination, upstream the IPv4 address" \
+  line event=connect session=v6-sandbox name=unrouted6.airlock.test verdict=allow reason=host_allowed \
+  "dst=[2001:db8:99::10]:443" "upstream=$ORIGIN_IP:443"
 opaque_checks ""
 
 # The same sandbox through TPROXY instead: no NAT, the accepted IPv6 socket keeps the
@@ -93,25 +99,7 @@ sed -i 's|^  proxy: .*|  tproxy: ["0.0.0.0:15002", "[::]:15002"]|' "$W/airlock.y
 world_start_airlock -c "$W/airlock.yaml"
 
 expect "TPROXY: the ready line names the IPv6 TPROXY listener" grep -q 'tproxy=.*\[::\]:15002' "$W/airlock.stderr"
-expect "TPROXY: HTTPS over IPv6 to an allowed name works" body_is "origin says hello to listed.airlock.test" \
-  sbx_curl -6 https://listed.airlock.test/
-expect "  its line: the destination as the client addressed it" \
-  line event=connect session=v6-sandbox proto=tls name=listed.airlock.test verdict=allow reason=host_allowed \
-  'client~=[2001:db8:51::2]:' "dst=[$ORIGIN_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
-expect_not "TPROXY: HTTPS over IPv6 to an unlisted name is refused" \
-  sbx_curl -6 --resolve "unlisted.airlock.test:443:[$ORIGIN_IP6]" https://unlisted.airlock.test/
-expect "  logged as host_not_allowed" line event=connect session=v6-sandbox name=unlisted.airlock.test \
-  verdict=deny reason=host_not_allowed
-expect "TPROXY: an allowed SNI aimed at the attacker's IPv6 address reaches only the real host" \
-  body_is "origin says hello to listed.airlock.test" \
-  sbx_curl -6 --resolve "listed.airlock.test:443:[$ATTACKER_IP6]" https://listed.airlock.test/
-expect "  logged as dst_mismatch, upstream the real host over IPv6" line event=connect session=v6-sandbox \
-  name=listed.airlock.test reason=dst_mismatch "dst=[$ATTACKER_IP6]:443" "upstream=[$ORIGIN_IP6]:443"
-expect_not "TPROXY: no SNI to a bare IPv6 address is refused" sbx_curl -6 -k "https://[$ATTACKER_IP6]/"
-expect "  logged as no_name" line event=connect session=v6-sandbox "dst=[$ATTACKER_IP6]:443" reason=no_name
-expect "TPROXY: plain HTTP over IPv6 with an unlisted Host gets 403" \
-  bash -c '[[ $(ip netns exec "$0" curl -s -o /dev/null -w "%{http_code}" --max-time 10 -H "Host: unlisted.airlock.test" "http://[$1]/") == 403 ]]' \
-  "$SBX" "$ORIGIN_IP6"
+named_checks "TPROXY: "
 opaque_checks "TPROXY: "
 
 expect "the attacker's origin saw no request at all" test ! -s "$W/attacker-access.log"

@@ -23,6 +23,14 @@ wire::record a_record(std::uint32_t ttl) {
   return r;
 }
 
+// 2001:db8::1
+wire::record aaaa_record(std::uint32_t ttl) {
+  auto r = a_record(ttl);
+  r.rtype = wire::type::aaaa;
+  r.rdata = std::string("\x20\x01\x0d\xb8", 4) + std::string(11, '\0') + "\x01";
+  return r;
+}
+
 wire::message answer(std::uint8_t rcode, std::vector<wire::record> answers, std::vector<wire::record> authority = {}) {
   wire::message m;
   m.hdr.flags = static_cast<std::uint16_t>(0x8180 | rcode);
@@ -128,10 +136,7 @@ TEST_CASE("cached_addresses: what lookup_addresses would say, only when the cach
   const auto v6only = *airlock::policy::domain_name::parse("v6.example.com");
   c.store("v6.example.com", wire::type::a, answer(0, {}, {soa(900, 600)}), now);
   CHECK_FALSE(cached_addresses(c, v6only));
-  auto aaaa = a_record(300);
-  aaaa.rtype = wire::type::aaaa;
-  aaaa.rdata = std::string("\x20\x01\x0d\xb8", 4) + std::string(11, '\0') + "\x01";
-  c.store("v6.example.com", wire::type::aaaa, answer(0, {aaaa}), now);
+  c.store("v6.example.com", wire::type::aaaa, answer(0, {aaaa_record(300)}), now);
   found = cached_addresses(c, v6only);
   REQUIRE(found);
   REQUIRE(found->size() == 1);
@@ -143,15 +148,12 @@ TEST_CASE("cached_addresses: AAAA first for a client that used IPv6, A only when
   using airlock::dns::cached_addresses;
   answer_cache c;
   const auto now = answer_cache::clock::now();
-  auto aaaa = a_record(300);
-  aaaa.rtype = wire::type::aaaa;
-  aaaa.rdata = std::string("\x20\x01\x0d\xb8", 4) + std::string(11, '\0') + "\x01";
 
   // Dual stack: each order gives its own family, and only that one.
   const auto dual = *airlock::policy::domain_name::parse("dual.example.com");
   c.store("dual.example.com", wire::type::a, answer(0, {a_record(300)}), now);
   CHECK_FALSE(cached_addresses(c, dual, ask_first::aaaa));  // AAAA not cached: ask upstream
-  c.store("dual.example.com", wire::type::aaaa, answer(0, {aaaa}), now);
+  c.store("dual.example.com", wire::type::aaaa, answer(0, {aaaa_record(300)}), now);
   auto v6 = cached_addresses(c, dual, ask_first::aaaa);
   REQUIRE(v6);
   REQUIRE(v6->size() == 1);

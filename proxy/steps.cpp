@@ -11,11 +11,11 @@
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
-#include <iterator>
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <type_traits>
 
 #include <sys/socket.h>

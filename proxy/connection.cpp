@@ -21,7 +21,6 @@ using asio::ip::tcp;
 using core::nothrow;
 using policy::reason;
 using policy::verdict;
-using steps::connect_any;
 using steps::emit_once;
 using steps::refuse;
 using steps::refuse_over_limit;
@@ -197,7 +196,8 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   }
 
   // 7. Connect; the client's first bytes go first.
-  const auto reached = co_await connect_any(upstream, targets, port, ctx.settings.connect_limit);
+  const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
+                                                        targets, port);
   if (!reached) {
     rec.reason = reason::upstream_unreachable;
     co_await refuse(client, sniffed::kind::unknown, guard);

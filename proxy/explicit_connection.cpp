@@ -171,7 +171,8 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       co_return false;
     }
   }
-  const auto reached = co_await steps::connect_any(upstream, targets, port, ctx.settings.connect_limit);
+  const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
+                                                        targets, port);
   if (!reached) {
     rec.reason = reason::upstream_unreachable;
     co_await steps::refuse(client, channel, guard);

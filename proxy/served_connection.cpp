@@ -32,7 +32,7 @@ asio::awaitable<std::optional<tcp::socket>> connect_upstream(tcp::socket& client
                                                              const served_target& t, steps::emit_once& line,
                                                              proxy_context& ctx) {
   tcp::socket raw(client.get_executor());
-  const auto reached = co_await steps::connect_any(raw, t.addresses, t.port, ctx.settings.connect_limit);
+  const auto reached = co_await steps::connect_resolved(raw, ctx, t.policy, &t.name, t.addresses, t.port);
   if (!reached) {
     line.record.reason = reason::upstream_unreachable;
     co_await steps::refuse(client, channel, line);

@@ -103,6 +103,16 @@ void cut_by_budget(core::decision_record& rec, std::string_view budget) {
   rec.notes.push_back("cut_open_connection");
 }
 
+namespace {
+
+// An address airlock may connect to for this policy and port: not special (private,
+// loopback, metadata...), or allowed by one of its cidr rules.
+bool permitted(const policy::compiled_policy& p, const asio::ip::address& a, std::uint16_t port) {
+  return !policy::is_special(policy::classify(a)) || p.cidr_allowance(a, port);
+}
+
+}  // namespace
+
 asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ctx, const policy::compiled_policy& p,
                                                                const policy::domain_name& name, std::uint16_t port,
                                                                core::decision_record& rec, dns::ask_first first) {
@@ -124,27 +134,14 @@ asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ct
     if (!resolved.has_value()) rec.notes.push_back("upstream_" + std::string(dns::to_string(resolved.error())));
     co_return targets;
   }
-  const auto permitted = [&](const asio::ip::address& a) {
-    return !policy::is_special(policy::classify(a)) || p.cidr_allowance(a, port);
-  };
-  std::copy_if(resolved->begin(), resolved->end(), std::back_inserter(targets), permitted);
+  std::copy_if(resolved->begin(), resolved->end(), std::back_inserter(targets),
+               [&](const asio::ip::address& a) { return permitted(p, a, port); });
   if (targets.empty()) {
     // Never softened by audit mode: watching a workload must not open the metadata
     // service or the internal network to it.
     rec.verdict = policy::verdict::deny;
     rec.reason = reason::private_address;
     rec.rule = "default";  // the special-address floor decided, not the allow rule
-    co_return targets;
-  }
-  // Behind the family asked first, the other one's addresses if the cache holds them (never
-  // asked upstream for this), tried only when none of the first answers: on a gateway with
-  // no IPv6 route out, a client that would have fallen back to IPv4 by itself cannot, since
-  // airlock accepted its connection. Only behind a usable first family, so the verdict never
-  // depends on what the cache holds.
-  const bool v6_first = first == dns::ask_first::aaaa;
-  if (targets.front().is_v6() == v6_first) {
-    const auto others = dns::cached_addresses_of(ctx.cache, name, v6_first ? dns::wire::type::a : dns::wire::type::aaaa);
-    std::copy_if(others.begin(), others.end(), std::back_inserter(targets), permitted);
   }
   co_return targets;
 }
@@ -342,6 +339,23 @@ asio::awaitable<std::optional<tcp::endpoint>> connect_any(tcp::socket& upstream,
   boost::system::error_code ignored;
   upstream.close(ignored);
   co_return std::nullopt;
+}
+
+asio::awaitable<std::optional<tcp::endpoint>> connect_resolved(tcp::socket& upstream, proxy_context& ctx,
+                                                               const policy::compiled_policy& p,
+                                                               const policy::domain_name* name,
+                                                               const std::vector<asio::ip::address>& targets,
+                                                               std::uint16_t port) {
+  const auto started = std::chrono::steady_clock::now();
+  if (auto reached = co_await connect_any(upstream, targets, port, ctx.settings.connect_limit)) co_return reached;
+  const auto left = ctx.settings.connect_limit - (std::chrono::steady_clock::now() - started);
+  if (!name || targets.empty() || left <= std::chrono::steady_clock::duration::zero()) co_return std::nullopt;
+  // The other family, from the cache only (nothing is asked upstream on a failure path).
+  auto others = dns::cached_addresses_of(ctx.cache, *name, targets.front().is_v6() ? dns::wire::type::a
+                                                                                     : dns::wire::type::aaaa);
+  std::erase_if(others, [&](const asio::ip::address& a) { return !permitted(p, a, port); });
+  if (others.empty()) co_return std::nullopt;
+  co_return co_await connect_any(upstream, others, port, left);
 }
 
 asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, proxy_context& ctx, judge_fn judge) {

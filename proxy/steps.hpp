@@ -108,8 +108,7 @@ void cut_by_budget(core::decision_record& rec, std::string_view budget);
 // Airlock's own resolution of an allowed name, minus special addresses that no cidr rule
 // of this policy allows. Empty when there is nothing to connect to; then `rec` says why
 // (resolve_failed, or private_address, which audit mode never softens). `first`: the
-// address family asked first (the other only when it has none); the other family's cached
-// addresses follow as a fallback.
+// address family asked first (the other only when it has none).
 boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(
     proxy_context& ctx, const policy::compiled_policy& p, const policy::domain_name& name, std::uint16_t port,
     core::decision_record& rec, dns::ask_first first = dns::ask_first::a);
@@ -119,5 +118,14 @@ boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(
 boost::asio::awaitable<std::optional<boost::asio::ip::tcp::endpoint>> connect_any(
     boost::asio::ip::tcp::socket& upstream, const std::vector<boost::asio::ip::address>& addresses,
     std::uint16_t port, std::chrono::steady_clock::duration limit);
+
+// connect_any over own_resolution's `targets` within the connect limit. When none answers
+// and the connection is named, the other address family's addresses that the cache holds
+// (none is asked upstream) are tried in what is left of the limit: a gateway with no IPv6
+// route out still carries an IPv6 client over IPv4, as the client, whose connection airlock
+// already accepted, can no longer fall back by itself. Nothing of this runs on success.
+boost::asio::awaitable<std::optional<boost::asio::ip::tcp::endpoint>> connect_resolved(
+    boost::asio::ip::tcp::socket& upstream, proxy_context& ctx, const policy::compiled_policy& p,
+    const policy::domain_name* name, const std::vector<boost::asio::ip::address>& targets, std::uint16_t port);
 
 }  // namespace airlock::proxy::steps

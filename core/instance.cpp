@@ -18,6 +18,7 @@
 #include "policy/snapshot.hpp"
 #include "policy/store.hpp"
 #include "proxy/connection.hpp"
+#include "proxy/own_socket.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
@@ -228,6 +229,7 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::pr
       co_await pause.async_wait(nothrow);
       continue;
     }
+    proxy::accepted(socket);
     spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket), peer, ctx, handle), [](const char* what) {
       std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
     });

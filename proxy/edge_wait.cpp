@@ -6,15 +6,6 @@
 #include <boost/asio/query.hpp>
 
 namespace airlock::proxy {
-namespace {
-
-// basic_socket keeps its implementation protected; a pointer to that member, formed through
-// a class derived from it, reads it without casting the socket to what it is not.
-struct socket_internals : boost::asio::ip::tcp::socket {
-  static auto& of(boost::asio::ip::tcp::socket& s) { return (s.*(&socket_internals::impl_)).get_implementation(); }
-};
-
-}  // namespace
 
 void edge_wait::start(boost::asio::ip::tcp::socket& s) {
   auto& impl = socket_internals::of(s);

@@ -12,21 +12,20 @@
 // how nginx waits (a socket registered once, read until EAGAIN); on a TLS connection it
 // spares about one system call per relay step (proxy/README.md).
 //
-// It reaches into Asio's reactor (boost::asio::detail), so it exists only for the Asio it
-// was written against (Boost 1.81, the epoll reactor); anywhere else AIRLOCK_EDGE_WAIT is
+// It reaches into Asio's reactor (proxy/asio_internals.hpp), so it exists only for the Asio
+// it was written against (Boost 1.81, the epoll reactor); anywhere else AIRLOCK_EDGE_WAIT is
 // 0 and the relay re-arms with async_wait as before.
+#include "proxy/asio_internals.hpp"
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
-#include <boost/version.hpp>
 
 #include <cstddef>
 
-#if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
-#define AIRLOCK_EDGE_WAIT 1
+#define AIRLOCK_EDGE_WAIT AIRLOCK_ASIO_INTERNALS
+#if AIRLOCK_EDGE_WAIT
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
-#else
-#define AIRLOCK_EDGE_WAIT 0
 #endif
 
 namespace airlock::proxy {

@@ -4,6 +4,7 @@
 #include "core/deadline_watch.hpp"
 #include "dns/lookup.hpp"
 #include "policy/special_addresses.hpp"
+#include "proxy/own_socket.hpp"
 #include "proxy/relay.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -302,9 +303,7 @@ namespace {
 bool start_connect(tcp::socket& s, const tcp::endpoint& ep) noexcept {
   boost::system::error_code ec;
   if (s.is_open()) s.close(ec);
-  s.open(ep.protocol(), ec);
-  // Non-blocking through Asio, so that its waits know and skip their own ioctl.
-  if (!ec) s.native_non_blocking(true, ec);
+  ec = open_nonblocking(s, ep.protocol());
   // Small writes go out at once (a TLS alert, a request head, an interactive protocol's
   // keystrokes): a relay must not add Nagle's delay on top of the client's. (The client's
   // side inherits it from the listener.)
@@ -312,6 +311,17 @@ bool start_connect(tcp::socket& s, const tcp::endpoint& ep) noexcept {
   if (ec) return false;
   return ::connect(s.native_handle(), ep.data(), static_cast<socklen_t>(ep.size())) == 0 || errno == EINPROGRESS ||
          errno == EINTR;  // EINTR: the connect goes on, as with EINPROGRESS
+}
+
+// Connected already. To an origin on a local link (a veth, a bridge) the handshake has
+// usually finished by the time connect() returns EINPROGRESS, its SYN-ACK handled on the
+// way; then one getpeername spares the wait for writable, the epoll_ctl that arms it and
+// the SO_ERROR read after it. (getpeername fails while the SYN is unanswered, or after the
+// connect failed.)
+bool established(tcp::socket& s) noexcept {
+  sockaddr_storage peer{};
+  socklen_t size = sizeof peer;
+  return ::getpeername(s.native_handle(), reinterpret_cast<sockaddr*>(&peer), &size) == 0;
 }
 
 // How the connect under way ended, once the socket is writable.
@@ -332,6 +342,7 @@ asio::awaitable<std::optional<tcp::endpoint>> connect_any(tcp::socket& upstream,
   for (const auto& address : addresses) {
     const tcp::endpoint ep(address, port);
     if (!start_connect(upstream, ep)) continue;
+    if (established(upstream)) co_return ep;
     auto [ec] = co_await upstream.async_wait(tcp::socket::wait_write, nothrow);
     if (deadline.passed()) co_return std::nullopt;
     if (!ec && connected(upstream)) co_return ep;

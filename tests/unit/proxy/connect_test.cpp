@@ -1,10 +1,11 @@
 // steps::connect_any on loopback: the first address that answers is the one connected
-// (one that refuses is skipped), nobody answering leaves the socket closed, and a connect
-// that never completes ends at the deadline.
+// (one that refuses is skipped), nobody answering leaves the socket closed, a connect
+// answered late is waited for, and one that never completes ends at the deadline.
 #include "proxy/steps.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <doctest/doctest.h>
 
@@ -13,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -75,6 +77,8 @@ TEST_CASE("connect_any: an address that refuses is skipped for the next one that
   REQUIRE(::getsockopt(upstream.native_handle(), IPPROTO_TCP, TCP_NODELAY, &nodelay, &size) == 0);
   CHECK(nodelay == 1);  // small writes are not held back by Nagle
   CHECK(upstream.native_non_blocking());
+  CHECK((::fcntl(upstream.native_handle(), F_GETFL) & O_NONBLOCK) != 0);  // so, too, for the kernel
+  CHECK((::fcntl(upstream.native_handle(), F_GETFD) & FD_CLOEXEC) != 0);  // a child airlock starts never holds it
   listening.non_blocking(true);  // a failed check above must not hang the test here
   boost::system::error_code ec;
   listening.accept(ec);
@@ -105,17 +109,42 @@ TEST_CASE("connect_any: no addresses, nothing reached") {
   CHECK_FALSE(upstream.is_open());
 }
 
+// A listener whose accept queue is full drops the next SYN: a connect to it hangs until
+// the client sends its SYN again, after a second.
+struct full_listener {
+  tcp::acceptor acceptor;
+  tcp::socket queued;
+  std::uint16_t port = 0;
+  explicit full_listener(asio::io_context& io) : acceptor(io), queued(io) {
+    acceptor.open(tcp::v4());
+    acceptor.bind(tcp::endpoint(loopback, 0));
+    acceptor.listen(0);
+    port = acceptor.local_endpoint().port();
+    queued.connect(tcp::endpoint(loopback, port));  // takes the queue's only place
+  }
+};
+
+TEST_CASE("connect_any: a connect still under way when connect() returns is waited for") {
+  // Not answered at once, so not established when connect() returns; the queue's place
+  // frees up and the SYN sent again is answered.
+  asio::io_context io;
+  full_listener full(io);
+  asio::steady_timer later(io, 100ms);
+  later.async_wait([&](boost::system::error_code) { full.acceptor.accept(); });
+  tcp::socket upstream(io);
+  attempt out;
+  run_connect(io, upstream, {loopback}, full.port, 5s, out);
+  REQUIRE(out.reached.has_value());
+  REQUIRE(out.reached->has_value());
+  CHECK(**out.reached == tcp::endpoint(loopback, full.port));
+  CHECK(upstream.remote_endpoint() == tcp::endpoint(loopback, full.port));
+  CHECK(out.took >= 500ms);  // it waited for the SYN's retry
+}
+
 TEST_CASE("connect_any: a connect that never completes ends at the deadline") {
   asio::io_context io;
-  // A listener whose accept queue is full drops the next SYN: that connect hangs (the
-  // client would send its SYN again only after a second).
-  tcp::acceptor full(io);
-  full.open(tcp::v4());
-  full.bind(tcp::endpoint(loopback, 0));
-  full.listen(0);
-  const auto port = full.local_endpoint().port();
-  tcp::socket queued(io);
-  queued.connect(tcp::endpoint(loopback, port));  // takes the queue's only place
+  full_listener full(io);
+  const auto port = full.port;
   tcp::socket upstream(io);
   attempt out;
   run_connect(io, upstream, {loopback}, port, 200ms, out);

@@ -1,0 +1,22 @@
+#pragma once
+// Sockets of the data path, with what airlock knows of them told to Asio up front. Asio
+// learns that a socket is non-blocking only by making it so itself (an ioctl before its first
+// operation), and it takes a descriptor it did not open for a possible duplicate, removing it
+// from epoll before closing it (EPOLL_CTL_DEL) in case another descriptor keeps the open file
+// alive. An upstream socket opened with SOCK_NONBLOCK, and a connection accept(2) has just
+// returned, need neither call. Where Asio's internals are out of reach
+// (proxy/asio_internals.hpp) these take Asio's public way, and cost what they cost before.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+namespace airlock::proxy {
+
+// Opens `s` (closed) for `protocol`, non-blocking and close-on-exec from the start.
+boost::system::error_code open_nonblocking(boost::asio::ip::tcp::socket& s, const boost::asio::ip::tcp& protocol);
+
+// `s` came from accept(2): no other descriptor shares its open file, so its close alone
+// takes it out of epoll. (Asio's accept gives no SOCK_NONBLOCK: the relay's start still
+// makes it non-blocking with an ioctl.)
+void accepted(boost::asio::ip::tcp::socket& s) noexcept;
+
+}  // namespace airlock::proxy

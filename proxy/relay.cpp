@@ -90,10 +90,26 @@ struct copy_buffer {
   static std::unique_ptr<copy_buffer> make() { return std::make_unique<copy_buffer>(); }
 };
 
-void reset_both(tcp::socket& a, tcp::socket& b) {
+// Both ways end quietly (the idle limit passed): a FIN each way.
+void shut_both(tcp::socket& a, tcp::socket& b) {
   boost::system::error_code ignored;
   a.shutdown(tcp::socket::shutdown_both, ignored);
   b.shutdown(tcp::socket::shutdown_both, ignored);
+}
+
+// Both ways end with a reset, as the peer that failed ended its own: the other peer must
+// not read a clean end of stream where bytes may have been lost (a download cut by the
+// origin's RST would otherwise look complete to a client that reads to EOF). Only a close
+// with SO_LINGER 0 sends a RST (a shutdown would send a FIN first), so both sockets are
+// closed here, not left to the caller; their pending waits end with operation_aborted.
+void reset_both(tcp::socket& a, tcp::socket& b) {
+  const ::linger abort_on_close{1, 0};
+  for (auto* s : {&a, &b}) {
+    if (!s->is_open()) continue;
+    ::setsockopt(s->native_handle(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close);
+    boost::system::error_code ignored;
+    s->close(ignored);
+  }
 }
 
 bool would_block() noexcept { return errno == EAGAIN || errno == EWOULDBLOCK; }
@@ -166,6 +182,7 @@ class relay_op : private core::deadline_watch::entry {
     bool splice_ok = true;    // splice was not refused (EINVAL) for this pair
     bool full = false;        // this step's read took all it asked for: more may be waiting
     bool eof_next = false;    // `from` said EOF behind this step's bytes
+    bool reset_next = false;  // `from` reset (or failed) behind this step's bytes
     int in_a_row = 0;         // steps since this way last waited for the loop
     std::size_t pending = 0;  // read from `from`, not yet written to `to`
     std::size_t moved = 0;    // this step's bytes
@@ -249,7 +266,7 @@ class relay_op : private core::deadline_watch::entry {
   void readable(std::size_t i, boost::system::error_code ec) {
     way& w = ways_[i];
     if (w.done) return;
-    if (ec) return failed(w);  // cancelled, or the socket went bad
+    if (ec) return failed(w, w.from);  // the socket went bad (a cancel found the way done)
     w.drained = false;
     // Small exchanges are copied: two system calls a step, where splice costs four and a
     // pipe. A stream that fills the buffer is bulk, and moves by splice from then on.
@@ -270,7 +287,7 @@ class relay_op : private core::deadline_watch::entry {
           w.let_go();
           return stepped(i);
         }
-        return failed(w);
+        return failed(w, w.from);
       }
       w.pending = w.moved = static_cast<std::size_t>(in);
       // A short splice can still leave bytes behind (the pipe ran out of slots before
@@ -288,10 +305,9 @@ class relay_op : private core::deadline_watch::entry {
         w.let_go();
         return stepped(i);
       }
-      return failed(w);
+      return failed(w, w.from);
     }
     auto got = static_cast<std::size_t>(n);
-    bool took_error = false;
     if (got < asked) {
       // An answer and its sender's FIN often arrive together (a server that closes after
       // writing): one more look finds the FIN now, so the bytes and the FIN leave as one
@@ -299,13 +315,13 @@ class relay_op : private core::deadline_watch::entry {
       const auto more = ::recv(w.from.native_handle(), w.buffer->bytes.data() + got, asked - got, MSG_DONTWAIT);
       if (more == 0) w.eof_next = true;
       if (more > 0) got += static_cast<std::size_t>(more);
-      // An error (a reset) this look took need not be announced by a later edge: the next
-      // wait re-arms, which finds the socket as it is.
-      took_error = more < 0 && !would_block();
+      // A reset this look took is reported once only (the socket reads EOF after it): it is
+      // passed on right after the bytes before it.
+      w.reset_next = more < 0 && !would_block() && errno != EINTR;
     }
     w.pending = w.moved = got;
     w.full = got == asked;
-    w.drained = got < asked && !took_error;  // a short read emptied the socket
+    w.drained = got < asked;  // a short read emptied the socket
     if (got == w.buffer->bytes.size()) w.bulk = true;
     flush(i);
   }
@@ -321,7 +337,7 @@ class relay_op : private core::deadline_watch::entry {
   void writable(std::size_t i, boost::system::error_code ec) {
     way& w = ways_[i];
     if (w.done) return;
-    if (ec) return failed(w);
+    if (ec) return failed(w, w.to);
     flush(i);
   }
 
@@ -339,7 +355,7 @@ class relay_op : private core::deadline_watch::entry {
         continue;
       }
       if (out < 0 && errno == EINTR) continue;
-      if (out < 0 && !would_block()) return failed(w);
+      if (out < 0 && !would_block()) return failed(w, w.to);
       w.drained = false;  // the loop polls before `from` is read again
       return wait_writable(i);
     }
@@ -357,9 +373,10 @@ class relay_op : private core::deadline_watch::entry {
     watch_.touch(*this);
     if (moved && meter_ && !meter_->moved(w.up, moved)) {
       totals_.cut = true;
-      return failed(w);
+      return end_with_reset();
     }
     if (w.eof_next) return eof(w);  // the FIN joins the bytes held back by MSG_MORE
+    if (w.reset_next) return failed(w, w.from);
     if (std::exchange(w.full, false) && moved && ++w.in_a_row < max_steps_in_a_row) return readable(i, {});
     w.in_a_row = 0;
     wait_readable(i);
@@ -370,11 +387,20 @@ class relay_op : private core::deadline_watch::entry {
     w.to.shutdown(tcp::socket::shutdown_send, ignored);  // pass the half-close on
     finish(w);
   }
-  // A reset, a failure or a cut: the other direction has nothing left to say either (its
-  // wait wakes to the shutdown and ends it).
-  void failed(way& w) {
-    reset_both(w.from, w.to);
-    finish(w);
+  // `side` reset (or failed): the other peer is reset too, and the line says which.
+  void failed(const way& w, const tcp::socket& side) {
+    totals_.reset = &side == &w.from ? (w.up ? reset_by::client : reset_by::upstream)
+                                     : (w.up ? reset_by::upstream : reset_by::client);
+    end_with_reset();
+  }
+  // A failure or a cut: both ways end at once, with a reset each way.
+  void end_with_reset() {
+    for (auto& w : ways_) {
+      w.done = true;
+      w.let_go();
+    }
+    reset_both(ways_[0].from, ways_[1].from);
+    watch_.forget(*this);
   }
   void finish(way& w) {
     w.done = true;
@@ -389,7 +415,7 @@ class relay_op : private core::deadline_watch::entry {
       w.done = true;
       w.let_go();
     }
-    reset_both(ways_[0].from, ways_[1].from);
+    shut_both(ways_[0].from, ways_[1].from);
     boost::system::error_code ignored;
     ways_[0].from.cancel(ignored);
     ways_[1].from.cancel(ignored);

@@ -1,7 +1,8 @@
 #pragma once
 // The bidirectional copy once a connection is allowed: half-close is passed on (FIN one
-// way does not end the other), an idle watchdog ends connections where nothing moves,
-// and the byte counts end up in the decision line.
+// way does not end the other), a reset is passed on as a reset (and a budget cut ends both
+// ways with one), an idle watchdog ends connections where nothing moves, and the byte
+// counts and the ending end up in the decision line.
 //
 // Bytes are held only while they move, so an idle connection holds no buffer at all. Each
 // direction starts by copying through a 16 KiB buffer (two system calls a step, no pipe:
@@ -30,11 +31,15 @@
 
 namespace airlock::proxy {
 
+// Which peer ended the relay with a reset (or a socket error): the other was reset too.
+enum class reset_by : std::uint8_t { none, client, upstream };
+
 struct relay_totals {
   std::uint64_t up = 0;    // client -> upstream
   std::uint64_t down = 0;  // upstream -> client
   bool idle_timeout = false;
-  bool cut = false;  // the meter said stop (a session's byte budget is spent)
+  bool cut = false;  // the meter said stop (a session's byte budget is spent); both were reset
+  reset_by reset = reset_by::none;
 };
 
 // Told about every chunk as it moves; returning false ends the relay (both ways).
@@ -47,6 +52,9 @@ class relay_meter {
   virtual std::uint64_t room(bool /*up*/) const noexcept { return std::numeric_limits<std::uint64_t>::max(); }
 };
 
+// Relays until both ways are done, the idle limit passes or the meter cuts. When it ends
+// with a reset (`totals.reset`, or a cut), both sockets come back closed: that close is what
+// sent the resets. Otherwise they are left open for the caller.
 boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
                                            std::chrono::steady_clock::duration idle_limit,
                                            relay_meter* meter = nullptr);

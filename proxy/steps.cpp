@@ -287,6 +287,8 @@ relayed_line::~relayed_line() {
       rec.bytes_up = totals_->up;
       rec.bytes_down = totals_->down;
       if (totals_->idle_timeout) rec.notes.push_back("idle_timeout");
+      if (totals_->reset == reset_by::client) rec.notes.push_back("client_reset");
+      if (totals_->reset == reset_by::upstream) rec.notes.push_back("upstream_reset");
       if (totals_->cut) cut_by_budget(rec, spent_);
     }
     rec.duration_ms = static_cast<std::uint64_t>(

@@ -19,11 +19,12 @@ world_airlock_config e2e-sandbox <<'YAML'
       - host: allowed.airlock.test
       - host: private.airlock.test
       - host: ssh.airlock.test
-        ports: [22, 2223]
+        ports: [22, 2223, 2224]
 YAML
 world_start_airlock -c "$W/airlock.yaml"
 world_tcp_banner "$ORIGIN_IP" 22
 world_tcp_banner "$ORIGIN_IP" 2222
+world_tcp_banner "$ORIGIN_IP" 2224 reset
 world_tcp_banner "$ATTACKER_IP" 22
 
 
@@ -133,6 +134,10 @@ expect "  its connect line: port_not_allowed, still named" \
 expect_not "an allowed port where nothing listens at the origin fails" world_tcp_probe 203.0.113.10 2223
 expect "  its connect line: upstream_unreachable, allowed by the rule but not reached" \
   line event=connect proto=tcp dst=203.0.113.10:2223 name=ssh.airlock.test verdict=allow reason=upstream_unreachable
+expect "a connection the origin ends with a FIN ends with a FIN at the client" body_is eof world_tcp_ending 203.0.113.10 22
+expect "one the origin resets is reset at the client too, not ended cleanly" body_is reset world_tcp_ending 203.0.113.10 2224
+expect "  its connect line: allowed, and says the upstream reset it" \
+  line event=connect proto=tcp dst=203.0.113.10:2224 verdict=allow reason=host_allowed notes~=upstream_reset
 expect_not "ssh-like TCP to an address no DNS answer gave out is refused" world_tcp_probe $ATTACKER_IP 22
 expect "  its connect line: no_name" line event=connect proto=tcp dst=$ATTACKER_IP:22 verdict=deny reason=no_name
 

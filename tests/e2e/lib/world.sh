@@ -158,11 +158,12 @@ CONF
 }
 
 # A server-speaks-second TCP service (like sshd) on ADDR:PORT in the "internet": reads the
-# client's first line, answers with a banner, closes. Stops by itself after 120 s.
+# client's first line, answers with a banner, closes (with `reset` as a third argument: a
+# RST instead of a FIN, as a server that crashes). Stops by itself after 120 s.
 world_tcp_banner() {
-  local addr=$1 port=$2
+  local addr=$1 port=$2 ending=${3:-close}
   ip netns exec "$NET" timeout 120 python3 -c '
-import socket, sys
+import socket, struct, sys
 s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(16)
@@ -170,10 +171,12 @@ while True:
     c, _ = s.accept(); c.settimeout(5)
     try:
         c.recv(256); c.sendall(b"SSH-2.0-airlock-e2e\r\n")
+        if sys.argv[3] == "reset":
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     except OSError:
         pass
     c.close()
-' "$addr" "$port" &
+' "$addr" "$port" "$ending" &
   WORLD_PIDS+=($!)
   world_wait_listen "$NET" t "$port"
 }
@@ -185,6 +188,21 @@ world_tcp_probe() {
 import socket, sys
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
 c.sendall(b"SSH-2.0-sandbox\r\n"); print(c.recv(256).decode().strip())' "$1" "$2"
+}
+
+# world_tcp_ending ADDR PORT: from the sandbox, sends a client banner, reads to the end and
+# prints how the connection ended: `eof` (a FIN) or `reset` (a RST).
+world_tcp_ending() {
+  world_sbx timeout 10 python3 -c '
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+c.sendall(b"SSH-2.0-sandbox\r\n")
+try:
+    while c.recv(256):
+        pass
+    print("eof")
+except ConnectionResetError:
+    print("reset")' "$1" "$2"
 }
 
 # Waits (bounded) until something listens on PROTO ADDR:PORT inside namespace NS.

@@ -10,6 +10,7 @@
 #include "core/http_server.hpp"
 #include "core/listen.hpp"
 #include "core/metrics.hpp"
+#include "core/open_files.hpp"
 #include "core/spawn.hpp"
 #include "dns/resolver.hpp"
 #include "dns/server.hpp"
@@ -19,6 +20,7 @@
 #include "policy/store.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/own_socket.hpp"
+#include "proxy/steps.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
@@ -29,12 +31,15 @@
 #include <boost/json/value.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <list>
 #include <thread>
 
 #include <sched.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -215,8 +220,56 @@ asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, tcp::endp
   co_await handle(std::move(socket), peer, ctx);
 }
 
+// At most one line per 10 s however many connections are reset, with what to do about it.
+void warn_out_of_descriptors() {
+  static std::atomic<std::int64_t> last_warned{0};
+  static std::atomic<std::uint64_t> since{0};
+  ++since;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  auto last = last_warned.load();
+  if (last != 0 && now - last < std::chrono::nanoseconds(std::chrono::seconds(10)).count()) return;
+  if (!last_warned.compare_exchange_strong(last, now)) return;
+  std::fprintf(stderr,
+               "airlock: out of file descriptors: %llu new connection(s) reset at accept (logged as "
+               "limit:open_files); raise the open-files limit (ulimit -n, LimitNOFILE=) or lower "
+               "limits.connections\n",
+               static_cast<unsigned long long>(since.exchange(0)));
+}
+
+// Out of descriptors, the connections waiting in the listener's queue would wait there,
+// silent, until something closes. With the loop's spare descriptor lent for each, they are
+// accepted, reset at once and logged as refusals, a few at a time; the accept loop then
+// pauses as before, so a flood of them costs little.
+void shed_waiting(tcp::acceptor& acceptor, core::spare_descriptor& spare, proxy::proxy_context& ctx) {
+  for (int i = 0; i < 64 && spare.lend(); ++i) {
+    sockaddr_storage from{};
+    socklen_t size = sizeof from;
+    const int fd = ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&from), &size, SOCK_CLOEXEC);
+    if (fd < 0) {  // none waiting, or another loop took the descriptor first
+      spare.restore();
+      return;
+    }
+    const ::linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    ::close(fd);
+    spare.restore();
+    tcp::endpoint peer;
+    if (size <= peer.capacity()) {
+      std::memcpy(peer.data(), &from, size);
+      peer.resize(size);
+    }
+    proxy::steps::log_refused_at_accept(ctx, peer, "open_files");
+    warn_out_of_descriptors();
+  }
+}
+
+bool out_of_descriptors(const boost::system::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system;
+}
+
 asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::proxy_context& ctx,
                                   connection_handler handle) {
+  core::spare_descriptor spare;
   for (;;) {
     // The peer as accept(2) returned it: no getpeername, and known even when the client
     // has already reset by the time its connection is judged.
@@ -224,7 +277,8 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::pr
     auto [ec, socket] = co_await acceptor.async_accept(peer, nothrow);
     if (r.stopping || ec == asio::error::operation_aborted) co_return;
     if (ec) {
-      // EMFILE and friends: pause instead of spinning on a listener that cannot accept.
+      if (out_of_descriptors(ec)) shed_waiting(acceptor, spare, ctx);
+      // Pause instead of spinning on a listener that cannot accept.
       asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
       co_await pause.async_wait(nothrow);
       continue;
@@ -445,6 +499,17 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     if (ec) return fail(1, "cannot listen for dns on " + ep.to_string() + ": " + ec.message());
     p->dns_bound.push_back({ep.address, s.local_endpoint().port()});
   }
+  // Descriptors: as many as the hard limit allows, and a word when that is fewer than the
+  // connection cap needs (past it, new connections are reset at accept: shed_waiting).
+  const auto open_files = raise_open_files_limit();
+  if (!options.embedded_listen && connections_within(open_files) < p->cfg.limits.connections)
+    std::fprintf(stderr,
+                 "airlock: warning: the open-files limit (%llu) holds about %llu relayed connections, fewer than "
+                 "limits.connections (%llu); past it new connections are reset. Raise the hard limit (ulimit -Hn, "
+                 "LimitNOFILE=) or lower limits.connections\n",
+                 static_cast<unsigned long long>(open_files),
+                 static_cast<unsigned long long>(connections_within(open_files)),
+                 static_cast<unsigned long long>(p->cfg.limits.connections));
   // The proxy's loops: the embedded daemon serves one sandbox and keeps to one.
   const unsigned loops = options.embedded_listen ? 1 : p->cfg.threads ? p->cfg.threads : usable_cpus();
   struct tcp_listeners {

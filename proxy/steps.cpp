@@ -96,6 +96,24 @@ asio::awaitable<void> refuse_over_limit(tcp::socket& client, sniffed::kind chann
   co_await refuse(client, channel, line);
 }
 
+void log_refused_at_accept(proxy_context& ctx, const tcp::endpoint& client, std::string_view limit) {
+  core::decision_record rec;
+  rec.event = core::event_kind::connect;
+  rec.conn = ctx.conn_ids.next();
+  const auto snap = ctx.policies.current();
+  rec.policy_version = snap->version();
+  rec.client = text(client);
+  if (const auto s = snap->session_for(client.address(), ctx.policies.registered().get())) {
+    rec.session = std::string(s->id);
+    rec.policy = s->policy->name();
+  }
+  rec.verdict = policy::verdict::deny;
+  rec.reason = reason::limit_exceeded;
+  rec.rule = "default";
+  rec.notes.push_back("limit:" + std::string(limit));
+  const emit_once line{ctx.log, rec};
+}
+
 void cut_by_budget(core::decision_record& rec, std::string_view budget) {
   rec.verdict = policy::verdict::deny;
   rec.reason = reason::limit_exceeded;

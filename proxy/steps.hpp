@@ -102,6 +102,10 @@ boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffe
 // limit), answered like any other refusal on the channel.
 boost::asio::awaitable<void> refuse_over_limit(boost::asio::ip::tcp::socket& client, sniffed::kind channel,
                                                emit_once& line, std::string_view limit);
+// A connection reset as soon as it was accepted, before it had a coroutine of its own
+// (airlock was out of descriptors): its line, a deny with limit_exceeded and the limit.
+void log_refused_at_accept(proxy_context& ctx, const boost::asio::ip::tcp::endpoint& client, std::string_view limit);
+
 // An allowed connection cut because its session spent a byte budget: the line says so.
 void cut_by_budget(core::decision_record& rec, std::string_view budget);
 

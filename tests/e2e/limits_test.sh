@@ -89,4 +89,22 @@ expect "  at admission" line --count 1 event=connect reason=limit_exceeded bytes
 kill -0 "$AIRLOCK_PID"
 expect "airlock is still serving (its DNS answers)" \
   world_sbx dig +time=2 +tries=1 +short @"$GW_SBX_IP" listed.airlock.test
+
+# Out of descriptors (ROBUSTNESS D1): airlock under a hard limit of 64 open files. The
+# connections waiting past what it can hold are reset at accept, not left in the queue,
+# logged, and warned about once; it accepts again once descriptors are free.
+printf '#!/bin/sh\nexec prlimit --nofile=64:64 "%s" "$@"\n' "$AIRLOCK" >"$W/airlock-64-fds"
+chmod +x "$W/airlock-64-fds"
+airlock_itself=$AIRLOCK
+AIRLOCK=$W/airlock-64-fds start_with_limits 'connections: 1000'
+AIRLOCK=$airlock_itself
+expect "under 64 descriptors it says at start that they hold fewer connections than its cap" \
+  grep -q 'open-files limit (64) holds about 0 relayed connections' "$W/airlock.stderr"
+hold 80 3
+expect "the connections it cannot take are reset at accept and logged as limit:open_files" \
+  line event=connect verdict=deny reason=limit_exceeded session=limits-sandbox 'notes~=limit:open_files'
+expect "  and it says so once, with what to do" \
+  test "$(grep -c 'out of file descriptors: .* reset at accept' "$W/airlock.stderr")" -eq 1
+wait "$HOLDER" || true
+expect "once descriptors are free, it serves again" works
 check_summary

@@ -108,10 +108,46 @@ expect "Host spoofing over http reaches the real origin, not the attacker" \
   body_is "origin says hello to allowed.airlock.test" sbx_curl --resolve allowed.airlock.test:80:$ATTACKER_IP http://allowed.airlock.test/
 expect "  its connect line: dst_mismatch" \
   line event=connect proto=http name=allowed.airlock.test reason=dst_mismatch dst=$ATTACKER_IP:80 upstream=203.0.113.10:80
+expect "a Host that names another port than the packet's is refused with 403 (ROBUSTNESS B1)" \
+  body_is 403 sbx_curl -o /dev/null -w '%{http_code}' -H 'Host: allowed.airlock.test:8080' http://allowed.airlock.test/
+expect "  its connect line: parse_error, host_port_mismatch" \
+  line event=connect proto=http dst=203.0.113.10:80 verdict=deny reason=parse_error 'notes~=host_port_mismatch'
 
 # 5. No name at all: TLS straight to an address is denied.
 expect_not "TLS to a bare address (no SNI) fails" world_sbx curl -sSk --max-time 10 https://$ATTACKER_IP/
 expect "  its connect line: deny no_name" line event=connect proto=tls dst=$ATTACKER_IP:443 verdict=deny reason=no_name
+
+# 5b. First bytes that never make a whole ClientHello (ROBUSTNESS A3, A4): a hello that
+#     announces more than airlock reads, and one cut short by a FIN or by a RST. Each is
+#     refused in the channel's language (a TLS alert) where the client is still there to
+#     read it, and logged with its reason.
+raw_tls() {
+  world_sbx timeout 10 python3 -c '
+import socket, struct, sys
+mode, addr = sys.argv[1], sys.argv[2]
+c = socket.create_connection((addr, 443), timeout=5)
+if mode == "oversized":  # a ClientHello of 1 MiB announced: past the 16 KiB cap
+    c.sendall(bytes([0x16, 3, 1, 0x40, 0, 1]) + (1 << 20).to_bytes(3, "big") + b"\x03\x03" + bytes(32))
+else:  # 31 bytes of a ClientHello that says it has 196
+    c.sendall(bytes([0x16, 3, 1, 0, 200, 1, 0, 0, 196, 3, 3]) + bytes(20))
+    if mode == "rst":
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+        print("sent"); sys.exit(0)
+    c.shutdown(socket.SHUT_WR)
+try:
+    got = c.recv(64)
+    print("alert" if got[:1] == b"\x15" else "closed" if not got else "other")
+except ConnectionResetError:
+    print("reset")' "$@"
+}
+expect "a ClientHello that announces 1 MiB is refused at once with a TLS alert" body_is alert raw_tls oversized $ATTACKER_IP
+expect "  its connect line: tls, too_large" line event=connect proto=tls "dst=$ATTACKER_IP:443" verdict=deny reason=too_large
+expect "a ClientHello cut short by the client's FIN is answered with a TLS alert" body_is alert raw_tls fin $ATTACKER_IP
+expect "  its connect line: tls, truncated" line event=connect proto=tls "dst=$ATTACKER_IP:443" verdict=deny reason=truncated
+raw_tls rst $ATTACKER_IP >/dev/null
+expect "one cut short by the client's RST is logged as truncated too" \
+  line --count 2 event=connect "dst=$ATTACKER_IP:443" verdict=deny reason=truncated
 
 # 6. An allowed name that resolves to a private address: stripped in DNS, refused by the proxy.
 world_sbx dig +time=3 +tries=1 +short @$GW_SBX_IP private.airlock.test >"$W/private.dig" 2>&1 || true
@@ -158,10 +194,57 @@ for l in lines:
 print(len(lines), "lines checked")
 PY
 
-# 9. Graceful shutdown: SIGTERM ends airlock with status 0.
+# 9. Shutdown with a relayed connection open (ROBUSTNESS E7). SIGTERM: airlock stops
+#    accepting at once, gives the open connection the drain time (5 s), cuts it then, writes
+#    its line and exits 0. A second signal does not wait for the drain.
+# keep_alive NAME: from the sandbox, one HTTP request on a connection then kept open, silent;
+# writes its local port to $W/NAME.port once answered, and at the end how the connection ended.
+keep_alive() {
+  rm -f "$W/$1.port"
+  world_sbx timeout 30 python3 -c '
+import socket, sys
+c = socket.create_connection(("203.0.113.10", 80), timeout=5)
+c.sendall(b"GET / HTTP/1.1\r\nHost: allowed.airlock.test\r\n\r\n")
+c.recv(4096)
+open(sys.argv[1] + ".port", "w").write(str(c.getsockname()[1]))
+c.settimeout(25)
+try:
+    while c.recv(4096):
+        pass
+    print("closed")
+except OSError as e:
+    print("error:", e)' "$W/$1" >"$W/$1.out" &
+  KEEPER=$!
+  for _ in $(seq 100); do [[ -s $W/$1.port ]] && break; sleep 0.05; done
+}
+stopped_in() {  # stopped_in PID: waits for it, sets $status and $took (ms)
+  local t0; t0=$(date +%s%N)
+  status=0
+  wait "$1" || status=$?
+  took=$((($(date +%s%N) - t0) / 1000000))
+}
+keep_alive drain
 kill -TERM "$AIRLOCK_PID"
-status=0
-wait "$AIRLOCK_PID" || status=$?
+sleep 0.3
+expect_not "after SIGTERM a new connection is refused at once" sbx_curl --max-time 2 http://allowed.airlock.test/
+stopped_in "$AIRLOCK_PID"
 expect "airlock exits 0 on SIGTERM" test "$status" -eq 0
+expect "  once the drain time has passed for the open connection (took ${took} ms)" test "$took" -ge 4000 -a "$took" -lt 9000
+wait "$KEEPER" || true
+expect "  which the client then sees end" grep -q . "$W/drain.out"
+expect "  and whose line was written before the exit" \
+  line event=connect proto=http name=allowed.airlock.test verdict=allow "client=$SBX_IP:$(cat "$W/drain.port")"
+
+world_start_airlock -c "$W/airlock.yaml"
+keep_alive twice
+kill -TERM "$AIRLOCK_PID"
+sleep 0.3
+kill -TERM "$AIRLOCK_PID"
+stopped_in "$AIRLOCK_PID"
+expect "a second SIGTERM ends airlock without the drain time (took ${took} ms), still 0" \
+  test "$status" -eq 0 -a "$took" -lt 3000
+wait "$KEEPER" || true
+expect "  and the connection it cut has its line" \
+  line event=connect proto=http name=allowed.airlock.test "client=$SBX_IP:$(cat "$W/twice.port")"
 
 check_summary

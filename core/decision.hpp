@@ -77,6 +77,9 @@ class decision_sink {
  public:
   virtual ~decision_sink() = default;
   virtual void emit(const decision_record& r) noexcept = 0;
+  // False while what is emitted is not being recorded (the log's queue is full, or its disk
+  // refuses writes): a daemon that fails closed admits nothing new meanwhile.
+  virtual bool recording() const noexcept { return true; }
 };
 
 std::string_view to_string(event_kind e) noexcept;

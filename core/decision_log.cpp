@@ -71,6 +71,7 @@ void decision_log::add(std::string_view line) noexcept {
     if (pending_lines_ >= capacity_) {
       ++dropped_pending_;
       ++dropped_total_;
+      unwritable_.store(true, std::memory_order_relaxed);
       return;
     }
     try {
@@ -173,6 +174,7 @@ void decision_log::run() {
     // One write for the whole batch; a log_dropped line (rare) goes first, on its own.
     const bool dropped_ok = dropped == 0 || write_all(dropped_line(dropped));
     const bool ok = dropped_ok && (batch.empty() || write_all(batch));
+    if (dropped > 0 || !batch.empty()) unwritable_.store(!ok, std::memory_order_relaxed);
     // A burst's buffer is not kept for good.
     if (batch.capacity() > (std::size_t{4} << 20)) std::string().swap(batch);
     {

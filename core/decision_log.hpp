@@ -13,6 +13,7 @@
 
 #include <boost/system/result.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -44,6 +45,9 @@ class decision_log final : public decision_sink {
 
   std::uint64_t dropped_total() const noexcept;
   std::size_t queue_depth() const noexcept;
+  // False from a line the queue had no room for, or a write the sink refused, until a write
+  // succeeds again (the lines of the refusals meanwhile are what retries it).
+  bool recording() const noexcept override { return !unwritable_.load(std::memory_order_relaxed); }
 
  private:
   decision_log(std::string path, int fd, std::size_t capacity);
@@ -68,6 +72,7 @@ class decision_log final : public decision_sink {
   std::uint64_t written_ = 0;  // lines taken off the queue and handled
   bool reopen_requested_ = false;
   bool stopping_ = false;
+  std::atomic<bool> unwritable_{false};
   std::thread writer_;
 };
 

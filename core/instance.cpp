@@ -470,6 +470,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   p->proxy_ctx = std::make_unique<proxy::proxy_context>(
       proxy::proxy_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache, {}});
   p->proxy_ctx->limits = proxy::limiter(p->cfg.limits);
+  p->dns_ctx->refuse_when_unrecorded = p->proxy_ctx->settings.refuse_when_unrecorded = p->cfg.refuse_when_unrecorded;
   p->dns_ctx->grants = p->proxy_ctx->grants = &p->grants;
   if (auto e = load_inspection(*p); !e.empty()) return fail(1, e);
   if (p->inspection) p->proxy_ctx->inspection = &*p->inspection;
@@ -500,16 +501,18 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     p->dns_bound.push_back({ep.address, s.local_endpoint().port()});
   }
   // Descriptors: as many as the hard limit allows, and a word when that is fewer than the
-  // connection cap needs (past it, new connections are reset at accept: shed_waiting).
-  const auto open_files = raise_open_files_limit();
-  if (!options.embedded_listen && connections_within(open_files) < p->cfg.limits.connections)
-    std::fprintf(stderr,
-                 "airlock: warning: the open-files limit (%llu) holds about %llu relayed connections, fewer than "
-                 "limits.connections (%llu); past it new connections are reset. Raise the hard limit (ulimit -Hn, "
-                 "LimitNOFILE=) or lower limits.connections\n",
-                 static_cast<unsigned long long>(open_files),
-                 static_cast<unsigned long long>(connections_within(open_files)),
-                 static_cast<unsigned long long>(p->cfg.limits.connections));
+  // connection cap needs (past it, new connections are reset at accept: shed_waiting). Not
+  // for the embedded daemon: the sandbox's command, started from this process, would inherit
+  // the raised limit, and one sandbox's connections fit in the usual 1024.
+  if (!options.embedded_listen)
+    if (const auto open_files = raise_open_files_limit(); connections_within(open_files) < p->cfg.limits.connections)
+      std::fprintf(stderr,
+                   "airlock: warning: the open-files limit (%llu) holds about %llu relayed connections, fewer than "
+                   "limits.connections (%llu); past it new connections are reset. Raise the hard limit (ulimit -Hn, "
+                   "LimitNOFILE=) or lower limits.connections\n",
+                   static_cast<unsigned long long>(open_files),
+                   static_cast<unsigned long long>(connections_within(open_files)),
+                   static_cast<unsigned long long>(p->cfg.limits.connections));
   // The proxy's loops: the embedded daemon serves one sandbox and keeps to one.
   const unsigned loops = options.embedded_listen ? 1 : p->cfg.threads ? p->cfg.threads : usable_cpus();
   struct tcp_listeners {

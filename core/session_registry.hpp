@@ -66,6 +66,7 @@ class session_registry final : public decision_sink {
   void close_all();
 
   void emit(const decision_record& r) noexcept override;
+  bool recording() const noexcept override { return log_.recording(); }
 
   // Told each runtime session as it is removed, with its network namespace ("" when none):
   // the process finder lets go of what it holds open there, so the namespace can die, and

@@ -209,6 +209,13 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
   rec.session.assign(session->id);
   rec.policy = session->policy->name();
 
+  // Nothing is answered that cannot be recorded (log.when_unwritable). This line is lost
+  // with the others, and counted; writing it is what tells the log it can record again.
+  if (ctx.refuse_when_unrecorded && !ctx.log.recording()) {
+    rec.notes.push_back("limit:decision_log");
+    return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
+  }
+
   // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
   const auto now = core::token_bucket::clock::now();
   auto bucket = ctx.buckets.find(rec.session);

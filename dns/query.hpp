@@ -35,6 +35,7 @@ struct query_context {
   name_table& names;
   answer_cache& cache;
   policy::dns_config settings{};  // from the config's `dns:` (rate, refused types, deny rcode)
+  bool refuse_when_unrecorded = true;  // `log.when_unwritable: refuse` (policy::config)
   filter_settings filter{};
   // One bucket per session id: bounded by the number of sessions, not by clients.
   std::unordered_map<std::string, core::token_bucket> buckets{};

@@ -119,6 +119,10 @@ struct config {
   listen_config listen;
   std::vector<endpoint_config> upstream_dns;  // empty: the nameservers of /etc/resolv.conf
   std::string decisions_log;                  // "-" is stdout
+  // While the log cannot record (its queue full, its disk refusing writes), new connections
+  // and DNS queries are refused (limit:decision_log), so nothing goes out unrecorded; false
+  // (`log.when_unwritable: pass`) lets traffic go on and only counts the lost lines.
+  bool refuse_when_unrecorded = true;
   dns_config dns;
   limits_config limits;
   std::vector<policy_config> policies;

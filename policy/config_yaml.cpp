@@ -91,10 +91,15 @@ class loader {
   }
 
   void load_log(const YAML::Node& n, config& cfg) {
-    if (!n.IsMap()) return r_.error(n, "log: expected a mapping (decisions:)");
-    r_.check_keys(n, {"decisions"}, "log");
+    if (!n.IsMap()) return r_.error(n, "log: expected a mapping (decisions:, when_unwritable:)");
+    r_.check_keys(n, {"decisions", "when_unwritable"}, "log");
     if (auto d = n["decisions"])
       if (auto path = r_.string_of(d, "log.decisions")) cfg.decisions_log = *path;
+    if (auto w = n["when_unwritable"]) {
+      const auto v = yaml_reader::scalar_text(w);
+      if (v == "pass") cfg.refuse_when_unrecorded = false;
+      else if (v != "refuse") r_.error(w, "log.when_unwritable: '" + v + "'; expected 'refuse' or 'pass'");
+    }
   }
 
   void load_dns(const YAML::Node& n, dns_config& out) {

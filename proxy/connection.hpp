@@ -55,6 +55,7 @@ struct proxy_settings {
   std::chrono::steady_clock::duration quiet_limit = std::chrono::seconds(1);
   std::chrono::steady_clock::duration connect_limit = std::chrono::seconds(10);
   std::chrono::steady_clock::duration idle_limit = std::chrono::minutes(10);
+  bool refuse_when_unrecorded = true;  // `log.when_unwritable: refuse` (policy::config)
 };
 
 struct proxy_context {

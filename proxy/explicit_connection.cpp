@@ -93,7 +93,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   }
   rec.session = std::string(session->id);
   rec.policy = session->policy->name();
-  if (const auto over = ticket.admit(rec.session); !over.empty()) {
+  if (const auto over = steps::admit(ctx, ticket, rec.session); !over.empty()) {
     co_await steps::refuse_over_limit(client, channel, guard, over);
     co_return false;
   }

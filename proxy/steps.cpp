@@ -96,6 +96,11 @@ asio::awaitable<void> refuse_over_limit(tcp::socket& client, sniffed::kind chann
   co_await refuse(client, channel, line);
 }
 
+std::string_view admit(proxy_context& ctx, limiter::ticket& ticket, const std::string& session) {
+  if (ctx.settings.refuse_when_unrecorded && !ctx.log.recording()) return "decision_log";
+  return ticket.admit(session);
+}
+
 void log_refused_at_accept(proxy_context& ctx, const tcp::endpoint& client, std::string_view limit) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;

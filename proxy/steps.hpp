@@ -98,6 +98,11 @@ void start_probe(proxy_context& ctx, emit_once& line, boost::asio::ip::tcp::sock
 // what an operator most wants attributed. Allowed traffic never waits for it.
 boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffed::kind channel, emit_once& line);
 
+// Admits a connection of `session`: the limit it is over, or empty. The first is the log's:
+// while it cannot record, nothing new goes out (log.when_unwritable: refuse), whatever the
+// session's own limits say.
+std::string_view admit(proxy_context& ctx, limiter::ticket& ticket, const std::string& session);
+
 // Past a cap or a session's limit: a logged deny (limit_exceeded, the note names the
 // limit), answered like any other refusal on the channel.
 boost::asio::awaitable<void> refuse_over_limit(boost::asio::ip::tcp::socket& client, sniffed::kind channel,

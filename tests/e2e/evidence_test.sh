@@ -164,23 +164,49 @@ for _ in $(seq 100); do kill -0 "$AIRLOCK_PID" 2>/dev/null || break; sleep 0.05;
 mkdir -p "$W/full"
 mount -t tmpfs -o size=64k tmpfs "$W/full"
 trap 'umount "$W/full" 2>/dev/null || true; world_down' EXIT
-write_config "$W/full/decisions.jsonl" listed.airlock.test
-world_start_airlock -c "$W/airlock.yaml"
-dd if=/dev/zero of="$W/full/filler" bs=4k 2>/dev/null || true  # until ENOSPC
-expect "with the log's disk full, an allowed name still works" body_is "origin says hello to listed.airlock.test" \
-  sbx_curl $(r listed) https://listed.airlock.test/
-expect_not "  and a denied one is still refused" sbx_curl $(r unlisted) https://unlisted.airlock.test/
-# The file's last page may still hold a few lines; enough queries to need more than it has.
-for _ in $(seq 12); do world_sbx dig +time=2 +tries=1 +short @"$GW_SBX_IP" unlisted.airlock.test >/dev/null || true; done
+# Fails closed by default (log.when_unwritable: refuse, ROBUSTNESS E6): what cannot be
+# recorded does not go out. `pass` lets traffic go on and only counts the lost lines.
+fill_log_disk() {
+  dd if=/dev/zero of="$W/full/filler" bs=4k 2>/dev/null || true  # until ENOSPC
+  # The file's last page may still hold a few lines; enough queries to need more than it has.
+  for _ in $(seq 12); do world_sbx dig +time=2 +tries=1 +short @"$GW_SBX_IP" unlisted.airlock.test >/dev/null || true; done
+}
 dropped() { metrics | sed -n 's/^airlock_log_dropped_total \([0-9]*\).*/\1/p'; }
 wait_dropped() { for _ in $(seq 50); do [[ $(dropped) -ge 2 ]] && return 0; sleep 0.1; done; return 1; }
-expect "  the lines that could not be written are counted" wait_dropped
+works_within() {  # the first refusal after room is back writes the line that tells the log so
+  for _ in 1 2 3 4 5; do
+    [[ $(sbx_curl $(r listed) https://listed.airlock.test/ 2>/dev/null) == "origin says hello to listed.airlock.test" ]] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+write_config "$W/full/decisions.jsonl" listed.airlock.test
+world_start_airlock -c "$W/airlock.yaml"
+fill_log_disk
+expect "with the log's disk full, the lines that cannot be written are counted" wait_dropped
+expect_not "  and an allowed name is refused: its decision could not be recorded" \
+  sbx_curl $(r listed) https://listed.airlock.test/
+expect "  as is a DNS query for it (REFUSED)" bash -c \
+  "ip netns exec $SBX dig +time=2 +tries=1 @$GW_SBX_IP listed.airlock.test | grep -q 'status: REFUSED'"
 rm -f "$W/full/filler"
-sbx_curl $(r unlisted) https://unlisted.airlock.test/ >/dev/null 2>&1 || true
-expect "once the disk has room, a log_dropped line reports the loss" \
+expect "once the disk has room, the allowed name works again" works_within
+expect "  a log_dropped line reports the loss" \
   python3 "$here/lib/decisions.py" "$W/full/decisions.jsonl" event=log_dropped
-expect "  followed by the next decision" \
-  python3 "$here/lib/decisions.py" "$W/full/decisions.jsonl" event=connect name=unlisted.airlock.test verdict=deny
+expect "  followed by the refusals that could be written, named limit:decision_log" \
+  python3 "$here/lib/decisions.py" "$W/full/decisions.jsonl" event=connect verdict=deny reason=limit_exceeded \
+  'notes~=limit:decision_log'
+kill "$AIRLOCK_PID"
+for _ in $(seq 100); do kill -0 "$AIRLOCK_PID" 2>/dev/null || break; sleep 0.05; done
+
+write_config "$W/full/decisions.jsonl" listed.airlock.test
+printf 'log:\n  decisions: %s\n  when_unwritable: pass\n' "$W/full/decisions.jsonl" >"$W/log-pass.yaml"
+sed -i '/^log:/,/^  decisions:/d' "$W/airlock.yaml" && cat "$W/log-pass.yaml" >>"$W/airlock.yaml"
+world_start_airlock -c "$W/airlock.yaml"
+fill_log_disk
+expect "with log.when_unwritable: pass and the disk full, an allowed name still works" \
+  body_is "origin says hello to listed.airlock.test" sbx_curl $(r listed) https://listed.airlock.test/
+expect_not "  and a denied one is still refused" sbx_curl $(r unlisted) https://unlisted.airlock.test/
+rm -f "$W/full/filler"
 kill "$AIRLOCK_PID"
 for _ in $(seq 100); do kill -0 "$AIRLOCK_PID" 2>/dev/null || break; sleep 0.05; done
 check_summary

@@ -148,6 +148,20 @@ TEST_CASE("overflow is counted and reported by a log_dropped line, never silent"
   CHECK((*log)->dropped_total() == 100);
 }
 
+TEST_CASE("a log whose sink refuses writes says it is not recording, one that writes says it is") {
+  auto full = core::decision_log::open("/dev/full");
+  REQUIRE(full.has_value());
+  CHECK((*full)->recording());  // nothing refused yet
+  (*full)->write("{}\n");
+  (*full)->flush();
+  CHECK_FALSE((*full)->recording());
+  auto fine = core::decision_log::open("/dev/null");
+  REQUIRE(fine.has_value());
+  (*fine)->write("{}\n");
+  (*fine)->flush();
+  CHECK((*fine)->recording());
+}
+
 TEST_CASE("timestamps: UTC, microseconds, leap days and the end of the clock's range") {
   const auto ts_of = [](long long micros) {
     core::decision_record r;

@@ -143,6 +143,21 @@ TEST_CASE("the limits section: caps, per-session limits that 0 turns off, sizes"
   CHECK(joined(bad.error()).find("f.yaml:4:") != std::string::npos);  // an unknown key, named with its line
 }
 
+TEST_CASE("log.when_unwritable: refuse by default, pass on request, nothing else") {
+  auto d = load_config_text("version: 1\n", "f.yaml");
+  REQUIRE(d.has_value());
+  CHECK(d->refuse_when_unrecorded);
+  auto pass = load_config_text("version: 1\nlog:\n  when_unwritable: pass\n", "f.yaml");
+  REQUIRE(pass.has_value());
+  CHECK_FALSE(pass->refuse_when_unrecorded);
+  auto refuse = load_config_text("version: 1\nlog:\n  when_unwritable: refuse\n", "f.yaml");
+  REQUIRE(refuse.has_value());
+  CHECK(refuse->refuse_when_unrecorded);
+  auto bad = load_config_text("version: 1\nlog:\n  when_unwritable: drop\n", "f.yaml");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(joined(bad.error()) == "f.yaml:3:20: log.when_unwritable: 'drop'; expected 'refuse' or 'pass'\n");
+}
+
 TEST_CASE("the dns section: deny rcode, refused types by name or number, rate") {
   auto r = load_config_text("version: 1\ndns:\n  deny_with: refused\n  refused_types: [txt, \"NULL\", TYPE99]\n"
                             "  queries_per_second: 5\n  burst: 10\n",

@@ -20,8 +20,8 @@ constexpr std::uint64_t connections_within(std::uint64_t open_files, std::uint64
 
 // One descriptor held back (/dev/null) so that an accept loop out of descriptors can still
 // take the connections waiting in its listener's queue, one at a time, to reset them:
-// otherwise they would wait there, silent, until something else closes. (libev's and
-// nginx's "reserve descriptor" trick.)
+// otherwise they would wait there, silent, until something else closes. (The reserve
+// descriptor libev's documentation describes for EMFILE, and libuv keeps.)
 class spare_descriptor {
  public:
   spare_descriptor() { restore(); }

@@ -249,9 +249,7 @@ void shed_waiting(tcp::acceptor& acceptor, core::spare_descriptor& spare, proxy:
       spare.restore();
       return;
     }
-    const ::linger reset{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
-    ::close(fd);
+    proxy::close_with_reset(fd);
     spare.restore();
     tcp::endpoint peer;
     if (size <= peer.capacity()) {

@@ -45,6 +45,21 @@ boost::system::error_code open_nonblocking(boost::asio::ip::tcp::socket& s, cons
   return adopt(s, protocol, fd);
 }
 
+void close_with_reset(int fd) noexcept {
+  if (fd < 0) return;
+  const ::linger abort_on_close{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close);
+  ::close(fd);
+}
+
+void close_with_reset(boost::asio::ip::tcp::socket& s) noexcept {
+  if (!s.is_open()) return;
+  const ::linger abort_on_close{1, 0};
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close);
+  boost::system::error_code ignored;
+  s.close(ignored);  // through Asio: its waits on `s` end (operation_aborted)
+}
+
 void accepted([[maybe_unused]] boost::asio::ip::tcp::socket& s) noexcept {
 #if AIRLOCK_ASIO_INTERNALS
   not_a_duplicate(s);

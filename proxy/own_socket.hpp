@@ -14,6 +14,13 @@ namespace airlock::proxy {
 // Opens `s` (closed) for `protocol`, non-blocking and close-on-exec from the start.
 boost::system::error_code open_nonblocking(boost::asio::ip::tcp::socket& s, const boost::asio::ip::tcp& protocol);
 
+// Closes with a RST instead of a FIN (SO_LINGER 0, dropping what is still queued to send):
+// the honest end of a connection that was refused, or whose other side broke. Set by hand,
+// since Asio turns off a linger it knows of when a socket is destroyed. Closed sockets are
+// left alone.
+void close_with_reset(int fd) noexcept;
+void close_with_reset(boost::asio::ip::tcp::socket& s) noexcept;
+
 // `s` came from accept(2): no other descriptor shares its open file, so its close alone
 // takes it out of epoll. (Asio's accept gives no SOCK_NONBLOCK: the relay's start still
 // makes it non-blocking with an ioctl.)

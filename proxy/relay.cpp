@@ -2,6 +2,7 @@
 
 #include "core/deadline_watch.hpp"
 #include "proxy/edge_wait.hpp"
+#include "proxy/own_socket.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
@@ -100,16 +101,11 @@ void shut_both(tcp::socket& a, tcp::socket& b) {
 // Both ways end with a reset, as the peer that failed ended its own: the other peer must
 // not read a clean end of stream where bytes may have been lost (a download cut by the
 // origin's RST would otherwise look complete to a client that reads to EOF). Only a close
-// with SO_LINGER 0 sends a RST (a shutdown would send a FIN first), so both sockets are
-// closed here, not left to the caller; their pending waits end with operation_aborted.
+// sends a RST (a shutdown would send a FIN first), so both sockets are closed here, not
+// left to the caller; their pending waits end with operation_aborted.
 void reset_both(tcp::socket& a, tcp::socket& b) {
-  const ::linger abort_on_close{1, 0};
-  for (auto* s : {&a, &b}) {
-    if (!s->is_open()) continue;
-    ::setsockopt(s->native_handle(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close);
-    boost::system::error_code ignored;
-    s->close(ignored);
-  }
+  close_with_reset(a);
+  close_with_reset(b);
 }
 
 bool would_block() noexcept { return errno == EAGAIN || errno == EWOULDBLOCK; }

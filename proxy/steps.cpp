@@ -81,7 +81,7 @@ asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, emit_on
     client.shutdown(tcp::socket::shutdown_send, ignored);
   } else {
     // Opaque TCP has no words for "denied": a reset is the honest answer.
-    client.set_option(asio::socket_base::linger(true, 0), ignored);
+    close_with_reset(client);
   }
   client.close(ignored);
 }

@@ -199,8 +199,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
                                                         targets, port);
   if (!reached) {
-    rec.reason = reason::upstream_unreachable;
-    co_await refuse(client, sniffed::kind::unknown, guard);
+    co_await steps::refuse_unreached(client, sniffed::kind::unknown, guard, reached);
     co_return false;
   }
   rec.upstream = text(*reached);

@@ -174,8 +174,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
                                                         targets, port);
   if (!reached) {
-    rec.reason = reason::upstream_unreachable;
-    co_await steps::refuse(client, channel, guard);
+    co_await steps::refuse_unreached(client, channel, guard, reached);
     co_return false;
   }
   rec.upstream = steps::text(*reached);

@@ -34,8 +34,7 @@ asio::awaitable<std::optional<tcp::socket>> connect_upstream(tcp::socket& client
   tcp::socket raw(client.get_executor());
   const auto reached = co_await steps::connect_resolved(raw, ctx, t.policy, &t.name, t.addresses, t.port);
   if (!reached) {
-    line.record.reason = reason::upstream_unreachable;
-    co_await steps::refuse(client, channel, line);
+    co_await steps::refuse_unreached(client, channel, line, reached);
     co_return std::nullopt;
   }
   line.record.upstream = steps::text(*reached);

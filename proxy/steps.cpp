@@ -324,8 +324,9 @@ relayed_line::~relayed_line() {
 
 namespace {
 
-// Opens `s` for `ep` and starts connecting: true once the connect is under way (or done).
-bool start_connect(tcp::socket& s, const tcp::endpoint& ep) noexcept {
+// Opens `s` for `ep` and starts connecting: 0 once the connect is under way (or done),
+// else the errno that stopped it (EMFILE or ENFILE from socket(): out of descriptors).
+int start_connect(tcp::socket& s, const tcp::endpoint& ep) noexcept {
   boost::system::error_code ec;
   if (s.is_open()) s.close(ec);
   ec = open_nonblocking(s, ep.protocol());
@@ -333,9 +334,9 @@ bool start_connect(tcp::socket& s, const tcp::endpoint& ep) noexcept {
   // keystrokes): a relay must not add Nagle's delay on top of the client's. (The client's
   // side inherits it from the listener.)
   if (!ec) s.set_option(tcp::no_delay(true), ec);
-  if (ec) return false;
-  return ::connect(s.native_handle(), ep.data(), static_cast<socklen_t>(ep.size())) == 0 || errno == EINPROGRESS ||
-         errno == EINTR;  // EINTR: the connect goes on, as with EINPROGRESS
+  if (ec) return ec.value() != 0 ? ec.value() : EIO;
+  if (::connect(s.native_handle(), ep.data(), static_cast<socklen_t>(ep.size())) == 0) return 0;
+  return errno == EINPROGRESS || errno == EINTR ? 0 : errno;  // EINTR: the connect goes on, as with EINPROGRESS
 }
 
 // Connected already. To an origin on a local link (a veth, a bridge) the handshake has
@@ -360,38 +361,51 @@ bool connected(tcp::socket& s) noexcept {
 
 // By hand rather than asio::async_connect, which polls the writable socket once more
 // before it reads SO_ERROR: SO_ERROR alone says how the connect went.
-asio::awaitable<std::optional<tcp::endpoint>> connect_any(tcp::socket& upstream,
-                                                         const std::vector<asio::ip::address>& addresses,
-                                                         std::uint16_t port, std::chrono::steady_clock::duration limit) {
+asio::awaitable<upstream_reached> connect_any(tcp::socket& upstream, const std::vector<asio::ip::address>& addresses,
+                                              std::uint16_t port, std::chrono::steady_clock::duration limit) {
   const core::cancel_after deadline(upstream, limit, core::when_due::close);
+  upstream_reached out;
   for (const auto& address : addresses) {
     const tcp::endpoint ep(address, port);
-    if (!start_connect(upstream, ep)) continue;
-    if (established(upstream)) co_return ep;
+    if (const int error = start_connect(upstream, ep); error != 0) {
+      out.out_of_descriptors = error == EMFILE || error == ENFILE;
+      if (out.out_of_descriptors) break;  // no other address needs fewer
+      continue;
+    }
+    if (established(upstream)) co_return upstream_reached{ep};
     auto [ec] = co_await upstream.async_wait(tcp::socket::wait_write, nothrow);
-    if (deadline.passed()) co_return std::nullopt;
-    if (!ec && connected(upstream)) co_return ep;
+    if (deadline.passed()) break;
+    if (!ec && connected(upstream)) co_return upstream_reached{ep};
   }
   boost::system::error_code ignored;
   upstream.close(ignored);
-  co_return std::nullopt;
+  co_return out;
 }
 
-asio::awaitable<std::optional<tcp::endpoint>> connect_resolved(tcp::socket& upstream, proxy_context& ctx,
-                                                               const policy::compiled_policy& p,
-                                                               const policy::domain_name* name,
-                                                               const std::vector<asio::ip::address>& targets,
-                                                               std::uint16_t port) {
+asio::awaitable<upstream_reached> connect_resolved(tcp::socket& upstream, proxy_context& ctx,
+                                                   const policy::compiled_policy& p, const policy::domain_name* name,
+                                                   const std::vector<asio::ip::address>& targets, std::uint16_t port) {
   const auto started = std::chrono::steady_clock::now();
-  if (auto reached = co_await connect_any(upstream, targets, port, ctx.settings.connect_limit)) co_return reached;
+  auto reached = co_await connect_any(upstream, targets, port, ctx.settings.connect_limit);
+  if (reached || reached.out_of_descriptors) co_return reached;
   const auto left = ctx.settings.connect_limit - (std::chrono::steady_clock::now() - started);
-  if (!name || targets.empty() || left <= std::chrono::steady_clock::duration::zero()) co_return std::nullopt;
+  if (!name || targets.empty() || left <= std::chrono::steady_clock::duration::zero()) co_return reached;
   // The other family, from the cache only (nothing is asked upstream on a failure path).
   auto others = dns::cached_addresses_of(ctx.cache, *name, targets.front().is_v6() ? dns::wire::type::a
                                                                                      : dns::wire::type::aaaa);
   std::erase_if(others, [&](const asio::ip::address& a) { return !permitted(p, a, port); });
-  if (others.empty()) co_return std::nullopt;
+  if (others.empty()) co_return reached;
   co_return co_await connect_any(upstream, others, port, left);
+}
+
+asio::awaitable<void> refuse_unreached(tcp::socket& client, sniffed::kind channel, emit_once& line,
+                                       const upstream_reached& r) {
+  if (r.out_of_descriptors) {
+    co_await refuse_over_limit(client, channel, line, "open_files");
+    co_return;
+  }
+  line.record.reason = reason::upstream_unreachable;
+  co_await refuse(client, channel, line);
 }
 
 asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, proxy_context& ctx, judge_fn judge) {

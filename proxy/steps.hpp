@@ -122,19 +122,36 @@ boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(
     proxy_context& ctx, const policy::compiled_policy& p, const policy::domain_name& name, std::uint16_t port,
     core::decision_record& rec, dns::ask_first first = dns::ask_first::a);
 
-// Connects to the first address that answers, within one overall deadline: the endpoint
-// it reached, or nullopt (the socket is then closed).
-boost::asio::awaitable<std::optional<boost::asio::ip::tcp::endpoint>> connect_any(
-    boost::asio::ip::tcp::socket& upstream, const std::vector<boost::asio::ip::address>& addresses,
-    std::uint16_t port, std::chrono::steady_clock::duration limit);
+// Where a connect got to: the endpoint reached, or none. None because airlock itself had no
+// descriptor left for the upstream socket is airlock's limit, not the upstream's failure,
+// and is logged as such (limit:open_files, not upstream_unreachable).
+struct upstream_reached {
+  std::optional<boost::asio::ip::tcp::endpoint> at;
+  bool out_of_descriptors = false;
+  explicit operator bool() const noexcept { return at.has_value(); }
+  const boost::asio::ip::tcp::endpoint& operator*() const { return *at; }
+};
+
+// Connects to the first address that answers, within one overall deadline. When nothing
+// is reached the socket is closed; out of descriptors, no further address is tried.
+boost::asio::awaitable<upstream_reached> connect_any(boost::asio::ip::tcp::socket& upstream,
+                                                     const std::vector<boost::asio::ip::address>& addresses,
+                                                     std::uint16_t port, std::chrono::steady_clock::duration limit);
 
 // connect_any over own_resolution's `targets` within the connect limit. When none answers
 // and the connection is named, the other address family's addresses that the cache holds
 // (none is asked upstream) are tried in what is left of the limit: a gateway with no IPv6
 // route out still carries an IPv6 client over IPv4, as the client, whose connection airlock
 // already accepted, can no longer fall back by itself. Nothing of this runs on success.
-boost::asio::awaitable<std::optional<boost::asio::ip::tcp::endpoint>> connect_resolved(
-    boost::asio::ip::tcp::socket& upstream, proxy_context& ctx, const policy::compiled_policy& p,
-    const policy::domain_name* name, const std::vector<boost::asio::ip::address>& targets, std::uint16_t port);
+boost::asio::awaitable<upstream_reached> connect_resolved(boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,
+                                                          const policy::compiled_policy& p,
+                                                          const policy::domain_name* name,
+                                                          const std::vector<boost::asio::ip::address>& targets,
+                                                          std::uint16_t port);
+
+// The refusal of a connection whose upstream was not reached: upstream_unreachable, or
+// limit_exceeded with limit:open_files when airlock had no descriptor for the socket.
+boost::asio::awaitable<void> refuse_unreached(boost::asio::ip::tcp::socket& client, sniffed::kind channel,
+                                              emit_once& line, const upstream_reached& r);
 
 }  // namespace airlock::proxy::steps

@@ -1,6 +1,7 @@
 // steps::connect_any on loopback: the first address that answers is the one connected
 // (one that refuses is skipped), nobody answering leaves the socket closed, a connect
-// answered late is waited for, and one that never completes ends at the deadline.
+// answered late is waited for, one that never completes ends at the deadline, and one
+// that cannot get a socket says airlock was out of descriptors.
 #include "proxy/steps.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -17,17 +18,21 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using airlock::proxy::steps::connect_any;
+using airlock::proxy::steps::upstream_reached;
 using namespace std::chrono_literals;
 
 struct attempt {
-  std::optional<std::optional<tcp::endpoint>> reached;  // outer: the coroutine finished
+  std::optional<upstream_reached> reached;  // empty: the coroutine did not finish
   std::chrono::steady_clock::duration took{};
 };
 
@@ -68,7 +73,7 @@ TEST_CASE("connect_any: an address that refuses is skipped for the next one that
   attempt out;
   run_connect(io, upstream, {loopback, loopback2}, port, 5s, out);
   REQUIRE(out.reached.has_value());
-  REQUIRE(out.reached->has_value());
+  REQUIRE(out.reached->at.has_value());
   CHECK(**out.reached == tcp::endpoint(loopback2, port));
   REQUIRE(upstream.is_open());
   CHECK(upstream.remote_endpoint() == tcp::endpoint(loopback2, port));
@@ -94,7 +99,8 @@ TEST_CASE("connect_any: when every address refuses, nothing is reached and the s
   attempt out;
   run_connect(io, upstream, {loopback, loopback2}, port, 5s, out);
   REQUIRE(out.reached.has_value());
-  CHECK_FALSE(out.reached->has_value());
+  CHECK_FALSE(out.reached->at.has_value());
+  CHECK_FALSE(out.reached->out_of_descriptors);  // refused is the upstream's answer, not airlock's limit
   CHECK_FALSE(upstream.is_open());
   CHECK(out.took < 4s);
 }
@@ -105,7 +111,7 @@ TEST_CASE("connect_any: no addresses, nothing reached") {
   attempt out;
   run_connect(io, upstream, {}, 443, 5s, out);
   REQUIRE(out.reached.has_value());
-  CHECK_FALSE(out.reached->has_value());
+  CHECK_FALSE(out.reached->at.has_value());
   CHECK_FALSE(upstream.is_open());
 }
 
@@ -135,7 +141,7 @@ TEST_CASE("connect_any: a connect still under way when connect() returns is wait
   attempt out;
   run_connect(io, upstream, {loopback}, full.port, 5s, out);
   REQUIRE(out.reached.has_value());
-  REQUIRE(out.reached->has_value());
+  REQUIRE(out.reached->at.has_value());
   CHECK(**out.reached == tcp::endpoint(loopback, full.port));
   CHECK(upstream.remote_endpoint() == tcp::endpoint(loopback, full.port));
   CHECK(out.took >= 500ms);  // it waited for the SYN's retry
@@ -149,8 +155,38 @@ TEST_CASE("connect_any: a connect that never completes ends at the deadline") {
   attempt out;
   run_connect(io, upstream, {loopback}, port, 200ms, out);
   REQUIRE(out.reached.has_value());
-  CHECK_FALSE(out.reached->has_value());
+  CHECK_FALSE(out.reached->at.has_value());
   CHECK_FALSE(upstream.is_open());
   CHECK(out.took >= 200ms);
   CHECK(out.took < 900ms);  // the deadline ended it, not the SYN's retry
+}
+
+TEST_CASE("connect_any: out of descriptors for the socket, it says so and tries no further address") {
+  // In a child under a small limit of its own, so the test binary keeps its descriptors.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int wrong = 0;  // each step that goes wrong sets its own bit in the exit status
+    const rlimit small{48, 48};
+    if (::setrlimit(RLIMIT_NOFILE, &small) != 0) ::_exit(64);
+    asio::io_context io;
+    tcp::acceptor listening(io, tcp::endpoint(loopback, 0));
+    const auto port = listening.local_endpoint().port();
+    for (int i = 0; i < 64 && ::open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0; ++i) {
+    }
+    tcp::socket upstream(io);
+    attempt out;
+    run_connect(io, upstream, {loopback, loopback}, port, 5s, out);
+    if (!out.reached) wrong |= 1;
+    else {
+      if (out.reached->at) wrong |= 2;
+      if (!out.reached->out_of_descriptors) wrong |= 4;
+    }
+    if (upstream.is_open()) wrong |= 8;
+    ::_exit(wrong);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -218,10 +218,9 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
 
   // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
   const auto now = core::token_bucket::clock::now();
-  auto bucket = ctx.buckets.find(rec.session);
-  if (bucket == ctx.buckets.end())
-    bucket = ctx.buckets.emplace(rec.session, core::token_bucket(ctx.settings.queries_per_second, ctx.settings.burst, now)).first;
-  if (!bucket->second.take(now)) return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
+  auto& bucket = ctx.buckets.try_emplace(rec.session, ctx.settings.queries_per_second, ctx.settings.burst, now)
+                     .first->second;
+  if (!bucket.take(now)) return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
   // (After the rate limit: a flood must not fill the process finder's queue.)
   if (over_udp_ && ctx.finder && ctx.netns_of) {
     // The sandbox sent to the gateway's :53 before the redirect; that address is not

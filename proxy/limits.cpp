@@ -4,63 +4,61 @@
 
 namespace airlock::proxy {
 
-limiter::ticket::ticket(std::shared_ptr<state> s) : owner_(std::move(s)) {
-  std::lock_guard lock(owner_->mutex);
-  ++owner_->open;
-  ++owner_->pending;
+namespace {
+
+constexpr auto relaxed = std::memory_order_relaxed;  // counters only: nothing else is published through them
+
+}  // namespace
+
+limiter::ticket::ticket(std::shared_ptr<state> s, session_index& index) : owner_(std::move(s)), index_(&index) {
   // Counted before the check, so the one connection over the cap is the one refused.
-  if (owner_->open > owner_->limits.connections) refused_ = "connections";
-  else if (owner_->pending > owner_->limits.pending_handshakes) refused_ = "pending_handshakes";
+  const auto open = owner_->open.fetch_add(1, relaxed) + 1;
+  const auto pending = owner_->pending.fetch_add(1, relaxed) + 1;
+  if (open > owner_->limits.connections) refused_ = "connections";
+  else if (pending > owner_->limits.pending_handshakes) refused_ = "pending_handshakes";
 }
 
 limiter::ticket::~ticket() {
-  std::lock_guard lock(owner_->mutex);
-  if (pending_) --owner_->pending;
-  --owner_->open;
+  if (pending_) owner_->pending.fetch_sub(1, relaxed);
+  owner_->open.fetch_sub(1, relaxed);
   if (session_) {
-    --session_->open;
-    if (pending_) --session_->pending;
+    session_->open.fetch_sub(1, relaxed);
+    if (pending_) session_->pending.fetch_sub(1, relaxed);
   }
 }
 
 void limiter::ticket::judged() noexcept {
   if (!pending_) return;
-  std::lock_guard lock(owner_->mutex);
-  --owner_->pending;
-  if (session_) --session_->pending;
+  owner_->pending.fetch_sub(1, relaxed);
+  if (session_) session_->pending.fetch_sub(1, relaxed);
   pending_ = false;
 }
 
 std::string_view limiter::ticket::admit(const std::string& session) {
   const auto& l = owner_->limits;
   const auto now = core::token_bucket::clock::now();
-  std::lock_guard lock(owner_->mutex);
-  auto it = owner_->sessions.find(session);
-  if (it == owner_->sessions.end())
-    it = owner_->sessions
-             .emplace(session, usage{0, core::token_bucket(l.session_connections_per_second,
-                                                           2 * l.session_connections_per_second, now)})
-             .first;
-  session_ = &it->second;
-  ++session_->open;
-  if (pending_) ++session_->pending;
-  if (l.session_connections && session_->open > l.session_connections) return "session_connections";
-  if (l.session_pending_handshakes && session_->pending > l.session_pending_handshakes)
-    return "session_pending_handshakes";
+  auto known = index_->find(session);
+  if (known == index_->end()) {
+    std::lock_guard lock(owner_->mutex);  // the first time this loop meets the session
+    auto& u = owner_->sessions.try_emplace(session, l.session_connections_per_second, now).first->second;
+    known = index_->emplace(session, &u).first;
+  }
+  session_ = known->second;
+  const auto open = session_->open.fetch_add(1, relaxed) + 1;
+  const auto pending = pending_ ? session_->pending.fetch_add(1, relaxed) + 1 : 0;
+  if (l.session_connections && open > l.session_connections) return "session_connections";
+  if (l.session_pending_handshakes && pending > l.session_pending_handshakes) return "session_pending_handshakes";
   if (l.session_connections_per_second > 0 && !session_->bucket.take(now)) return "session_connections_per_second";
-  if (l.session_bytes_up && session_->bytes_up >= l.session_bytes_up) return "session_bytes_up";
-  if (l.session_bytes_down && session_->bytes_down >= l.session_bytes_down) return "session_bytes_down";
+  if (l.session_bytes_up && session_->bytes_up.load(relaxed) >= l.session_bytes_up) return "session_bytes_up";
+  if (l.session_bytes_down && session_->bytes_down.load(relaxed) >= l.session_bytes_down) return "session_bytes_down";
   return {};
 }
 
 bool limiter::ticket::moved(bool up, std::uint64_t bytes) noexcept {
-  if (!session_) return true;
-  const auto& l = owner_->limits;
-  const auto budget = up ? l.session_bytes_up : l.session_bytes_down;
-  std::lock_guard lock(owner_->mutex);
+  const auto budget = up ? owner_->limits.session_bytes_up : owner_->limits.session_bytes_down;
+  if (!session_ || budget == 0) return true;  // nothing to meter: no shared counter touched
   auto& count = up ? session_->bytes_up : session_->bytes_down;
-  count += bytes;
-  if (budget && count > budget) {
+  if (count.fetch_add(bytes, relaxed) + bytes > budget) {
     spent_ = up ? "session_bytes_up" : "session_bytes_down";
     return false;
   }
@@ -70,19 +68,12 @@ bool limiter::ticket::moved(bool up, std::uint64_t bytes) noexcept {
 std::uint64_t limiter::ticket::room(bool up) const noexcept {
   const auto budget = up ? owner_->limits.session_bytes_up : owner_->limits.session_bytes_down;
   if (!session_ || budget == 0) return std::numeric_limits<std::uint64_t>::max();
-  std::lock_guard lock(owner_->mutex);
-  const auto used = up ? session_->bytes_up : session_->bytes_down;
+  const auto used = (up ? session_->bytes_up : session_->bytes_down).load(relaxed);
   return used >= budget ? 0 : budget - used;
 }
 
-std::uint64_t limiter::open() const noexcept {
-  std::lock_guard lock(state_->mutex);
-  return state_->open;
-}
+std::uint64_t limiter::open() const noexcept { return state_->open.load(relaxed); }
 
-std::uint64_t limiter::pending() const noexcept {
-  std::lock_guard lock(state_->mutex);
-  return state_->pending;
-}
+std::uint64_t limiter::pending() const noexcept { return state_->pending.load(relaxed); }
 
 }  // namespace airlock::proxy

@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 using airlock::core::token_bucket;
 using namespace std::chrono_literals;
 
@@ -28,4 +32,38 @@ TEST_CASE("time going backwards never adds tokens") {
   CHECK(b.take(t0));
   CHECK_FALSE(b.take(t0 - 10s));
   CHECK_FALSE(b.take(t0));
+}
+
+TEST_CASE("a rate of 0 never gives a token, and a burst under one token gives none") {
+  const auto t0 = token_bucket::clock::time_point{} + 1h;
+  token_bucket none(0, 5, t0);
+  CHECK_FALSE(none.take(t0));
+  CHECK_FALSE(none.take(t0 + 24h));
+  token_bucket tiny(10, 0.5, t0);
+  CHECK_FALSE(tiny.take(t0 + 1h));
+}
+
+TEST_CASE("a tiny rate saturates instead of overflowing") {
+  const auto t0 = token_bucket::clock::time_point{} + 1h;
+  token_bucket b(1e-30, 2, t0);
+  CHECK(b.take(t0));
+  CHECK(b.take(t0));
+  CHECK_FALSE(b.take(t0 + 24h));
+}
+
+TEST_CASE("threads taking from one bucket at once get exactly the burst between them") {
+  const auto t0 = token_bucket::clock::time_point{} + 1h;
+  token_bucket b(1, 1000, t0);
+  std::atomic<int> taken = 0;
+  std::atomic<bool> go = false;
+  std::vector<std::thread> pool;
+  for (int i = 0; i < 4; ++i)
+    pool.emplace_back([&] {
+      while (!go) std::this_thread::yield();
+      for (int n = 0; n < 500; ++n)
+        if (b.take(t0)) ++taken;
+    });
+  go = true;
+  for (auto& t : pool) t.join();
+  CHECK(taken == 1000);
 }

@@ -468,6 +468,9 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   p->proxy_ctx = std::make_unique<proxy::proxy_context>(
       proxy::proxy_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache, {}});
   p->proxy_ctx->limits = proxy::limiter(p->cfg.limits);
+  p->proxy_ctx->settings.peek_limit = p->cfg.timeouts.peek;
+  p->proxy_ctx->settings.connect_limit = p->cfg.timeouts.connect;
+  p->proxy_ctx->settings.idle_limit = p->cfg.timeouts.idle;
   p->dns_ctx->refuse_when_unrecorded = p->proxy_ctx->settings.refuse_when_unrecorded = p->cfg.refuse_when_unrecorded;
   p->dns_ctx->grants = p->proxy_ctx->grants = &p->grants;
   if (auto e = load_inspection(*p); !e.empty()) return fail(1, e);
@@ -632,7 +635,7 @@ void instance::handle_signals() {
           if (ec) co_return;
           if (signo == SIGHUP) {
             if (auto snap = reload(r); snap.has_value()) {
-              std::fprintf(stderr, "airlock: reloaded policy %s (%zu rules); changes to listen: and dns: need a restart\n",
+              std::fprintf(stderr, "airlock: reloaded policy %s (%zu rules); changes to listen:, dns:, limits: and timeouts: need a restart\n",
                            (*snap)->version().c_str(), (*snap)->rule_count());
             } else {
               std::fprintf(stderr, "airlock: reload failed; keeping policy %s:\n",

@@ -5,6 +5,7 @@
 
 #include <boost/system/result.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -114,6 +115,16 @@ struct limits_config {
   std::uint64_t session_bytes_down = 0;
 };
 
+// How long a proxied connection may take at each stage. Past `peek` a connection whose
+// first bytes are not judged yet is denied (reason timeout); past `connect` an upstream
+// that has not answered is given up (upstream_unreachable); a relayed connection that
+// moves nothing either way for `idle` is closed (note idle_timeout).
+struct timeouts_config {
+  std::chrono::milliseconds peek{5'000};      // from accept to a whole ClientHello or request head
+  std::chrono::milliseconds connect{10'000};  // to the upstream, every address tried included
+  std::chrono::milliseconds idle{600'000};    // a relayed connection with no byte either way
+};
+
 struct config {
   std::string file;  // the label errors and rules name: a path, or "<embedded default>"
   listen_config listen;
@@ -125,6 +136,7 @@ struct config {
   bool refuse_when_unrecorded = true;
   dns_config dns;
   limits_config limits;
+  timeouts_config timeouts;
   std::vector<policy_config> policies;
   std::vector<session_config> sessions;
   std::optional<std::string> default_policy;  // for sources no session covers; none = deny

@@ -39,7 +39,7 @@ class loader {
       return r_.errors();
     }
     r_.check_keys(root,
-                  {"version", "listen", "upstream_dns", "dns", "limits", "log", "policies", "sessions",
+                  {"version", "listen", "upstream_dns", "dns", "limits", "timeouts", "log", "policies", "sessions",
                    "default_policy", "always_deny", "always_allow", "inspection", "threads"},
                   "the top level");
     if (auto v = root["version"]; !v) {
@@ -52,6 +52,7 @@ class loader {
     if (auto n = root["log"]) load_log(n, cfg);
     if (auto n = root["dns"]) load_dns(n, cfg.dns);
     if (auto n = root["limits"]) load_limits(n, cfg.limits);
+    if (auto n = root["timeouts"]) load_timeouts(n, cfg.timeouts);
     if (auto n = root["threads"]) load_threads(n, cfg.threads);
     if (auto n = root["inspection"]) load_inspection(n, cfg.inspection);
     if (auto n = root["always_deny"]) cfg.always_deny = detail::parse_rules(r_, n, "always_deny", {true, false});
@@ -175,6 +176,21 @@ class loader {
       }
       r_.error(v, "limits.session_connections_per_second: expected a number (0: no limit)");
     }
+  }
+
+  void load_timeouts(const YAML::Node& n, timeouts_config& out) {
+    if (!n.IsMap()) return r_.error(n, "timeouts: expected a mapping (peek:, connect:, idle:)");
+    r_.check_keys(n, {"peek", "connect", "idle"}, "timeouts");
+    auto duration = [&](const char* key, std::chrono::milliseconds& into) {
+      const auto v = n[key];
+      if (!v) return;
+      auto parsed = parse_duration(v.IsScalar() ? v.Scalar() : std::string());
+      if (parsed.has_value()) into = *parsed;
+      else r_.error(v, std::string("timeouts.") + key + ": " + parsed.error());
+    };
+    duration("peek", out.peek);
+    duration("connect", out.connect);
+    duration("idle", out.idle);
   }
 
   // Query type names a policy may list (the common ones), or TYPE<n> for any other.

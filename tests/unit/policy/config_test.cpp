@@ -143,6 +143,25 @@ TEST_CASE("the limits section: caps, per-session limits that 0 turns off, sizes"
   CHECK(joined(bad.error()).find("f.yaml:4:") != std::string::npos);  // an unknown key, named with its line
 }
 
+TEST_CASE("the timeouts section: durations with units, defaults, errors with their line") {
+  using namespace std::chrono_literals;
+  auto d = load_config_text("version: 1\n", "f.yaml");
+  REQUIRE(d.has_value());
+  CHECK(d->timeouts.peek == 5s);
+  CHECK(d->timeouts.connect == 10s);
+  CHECK(d->timeouts.idle == 10min);
+  auto r = load_config_text("version: 1\ntimeouts:\n  peek: 1500ms\n  connect: 3s\n  idle: 1h30m\n", "f.yaml");
+  REQUIRE(r.has_value());
+  CHECK(r->timeouts.peek == 1500ms);
+  CHECK(r->timeouts.connect == 3s);
+  CHECK(r->timeouts.idle == 90min);
+  auto bad = load_config_text("version: 1\ntimeouts:\n  peek: soon\n  handshake: 3s\n", "f.yaml");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(joined(bad.error()).find("f.yaml:3:9: timeouts.peek: ") != std::string::npos);
+  CHECK(joined(bad.error()).find("f.yaml:4:") != std::string::npos);  // an unknown key, named with its line
+  CHECK_FALSE(load_config_text("version: 1\ntimeouts: 5s\n", "f.yaml").has_value());
+}
+
 TEST_CASE("log.when_unwritable: refuse by default, pass on request, nothing else") {
   auto d = load_config_text("version: 1\n", "f.yaml");
   REQUIRE(d.has_value());

@@ -40,6 +40,14 @@ expect "  logged as limit_exceeded, session_connections" \
 wait "$HOLDER" || true
 expect "once they close, the session connects again" works
 
+start_with_limits 'connections: 2'
+hold 2 3
+expect_not "a third connection while airlock holds 2 (its daemon-wide cap) is refused" fetch
+expect "  logged as limit_exceeded, connections" \
+  line event=connect verdict=deny reason=limit_exceeded 'notes~=limit:connections'
+wait "$HOLDER" || true
+expect "once they close, connections are accepted again" works
+
 start_with_limits 'pending_handshakes: 2'
 hold 2 3
 expect_not "a third connection while 2 handshakes are pending is refused" fetch
@@ -86,6 +94,20 @@ print(cut[0]["bytes_up"] if cut else "no cut line", file=sys.stderr)
 sys.exit(0 if cut and 65536 < cut[0]["bytes_up"] <= 65536 + 1 + 4096 else 1)' "$W/decisions.jsonl"
 expect_not "the spent budget refuses the session's next connection" fetch
 expect "  at admission" line --count 1 event=connect reason=limit_exceeded bytes_up=null 'notes~=limit:session_bytes_up'
+
+start_with_limits 'session_bytes_down: 64K'
+expect_not "a download past the session's 64 KiB budget is cut" \
+  sbx_curl --resolve "listed.airlock.test:443:$ORIGIN_IP" https://listed.airlock.test/big.bin -o "$W/big.part"
+expect "  its line says so" \
+  line event=connect verdict=deny reason=limit_exceeded 'notes~=cut_open_connection' 'notes~=limit:session_bytes_down'
+expect "  with no more than the budget and one byte passed down" python3 -c '
+import json, sys
+cut = [json.loads(l) for l in open(sys.argv[1]) if "cut_open_connection" in l]
+print(cut[0]["bytes_down"] if cut else "no cut line", file=sys.stderr)
+sys.exit(0 if cut and 65536 < cut[0]["bytes_down"] <= 65536 + 1 else 1)' "$W/decisions.jsonl"
+expect "  and the client got less than the file" test "$(stat -c %s "$W/big.part" 2>/dev/null || echo 0)" -lt 5000000
+expect_not "the spent budget refuses the session's next connection" fetch
+expect "  at admission" line --count 1 event=connect reason=limit_exceeded bytes_down=null 'notes~=limit:session_bytes_down'
 kill -0 "$AIRLOCK_PID"
 expect "airlock is still serving (its DNS answers)" \
   world_sbx dig +time=2 +tries=1 +short @"$GW_SBX_IP" listed.airlock.test

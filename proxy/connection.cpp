@@ -1,8 +1,8 @@
 #include "proxy/connection.hpp"
 
 #include "core/deadline.hpp"
-#include "policy/redirect_check.hpp"
 #include "policy/special_addresses.hpp"
+#include "proxy/judge.hpp"
 #include "proxy/original_dst.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/served_connection.hpp"
@@ -91,70 +91,15 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   rec.proto = first.type == sniffed::kind::tls ? "tls" : first.type == sniffed::kind::http ? "http" : "tcp";
   if (!first.name.empty()) rec.name = first.name;
   if (first.ech) rec.notes.push_back("ech_outer_sni");
-  // 4. Decide.
-  std::optional<policy::domain_name> name;
-  policy::decision d;
-  std::string granted_rule;  // d.rule when a redirect's allowance decided
-  if (first.failure) {
-    d = {verdict::deny, *first.failure, "default"};
-  } else if (first.type == sniffed::kind::http && first.port && *first.port != port) {
-    // Host says one port, the packet another: ambiguous, so refused.
-    d = {verdict::deny, reason::parse_error, "default"};
-    rec.notes.push_back("host_port_mismatch");
-  } else if (!first.name.empty() && !policy::is_ip_literal(first.name)) {
-    auto parsed = policy::domain_name::parse(first.name);
-    if (!parsed.has_value()) {
-      d = {verdict::deny, reason::invalid_name, "default"};
-    } else {
-      name = std::move(*parsed);
-      rec.name = name->str();
-      d = session->policy->decide(*name, port);
-      // A followed redirect's one-shot allowance is used up by this connection.
-      const auto redirect = policy::check_redirects(ctx.grants, d, session->id, *name, true, port);
-      policy::apply_redirect(redirect, d, granted_rule);
-      if (redirect.what != policy::redirect_outcome::kind::none) rec.notes.push_back("redirect_from:" + redirect.from_host);
-    }
-  } else {
-    // No name at all (or an address written as one): a cidr rule, or an address this
-    // session got from airlock's DNS for a name allowed on this port.
-    d = session->policy->decide(dst->address(), port);
-    if (d.reason == reason::no_name) {
-      // The best of the names this session got the address for: an allowing one that
-      // inspects (its requests must be judged whatever else shares the address), then any
-      // allowing one, then a denial to name in the log.
-      std::optional<policy::decision> by_name;
-      std::optional<policy::domain_name> inspecting;
-      auto rank = [](const policy::decision& x) { return x.verdict == verdict::allow ? (x.inspect ? 3 : 2) : x.allowed() ? 1 : 0; };
-      for (const auto& e : ctx.names.lookup(session->id, dst->address(), dns::name_table::clock::now())) {
-        auto known = policy::domain_name::parse(e.name);
-        if (!known.has_value()) continue;
-        const auto nd = session->policy->decide(*known, port);
-        if (!by_name || rank(nd) > rank(*by_name)) {
-          by_name = nd;
-          rec.name = e.name;  // named in the log even when denied (e.g. port_not_allowed)
-          if (nd.verdict == verdict::allow && nd.inspect) inspecting = std::move(*known);
-        }
-        if (rank(nd) == 3) break;
-      }
-      if (by_name) {
-        d = *by_name;
-        rec.notes.push_back("name_from_dns_answer");
-      }
-      if (inspecting) {
-        if (first.type == sniffed::kind::opaque) {
-          // Bytes that are neither TLS nor a request line we read (a leading CRLF, say) would
-          // be relayed unjudged to a host whose every request must be judged: refused.
-          d = {verdict::deny, reason::parse_error, d.rule, false};
-          rec.notes.push_back("opaque_on_inspecting_rule");
-        } else {
-          name = std::move(*inspecting);
-        }
-      }
-    }
-  }
+  // 4. Decide (proxy/judge.hpp).
+  auto d = judge_transparent(first, dst->address(), port, session->id, *session->policy, ctx.names, ctx.grants,
+                             dns::name_table::clock::now());
+  if (!d.logged_name.empty()) rec.name = std::move(d.logged_name);
+  for (auto& note : d.notes) rec.notes.push_back(std::move(note));
+  auto& name = d.name;
   rec.verdict = d.verdict;
   rec.reason = d.reason;
-  rec.rule = std::string(d.rule);
+  rec.rule = d.rule;
   if (d.verdict == verdict::deny) {
     co_await refuse(client, first.type, guard);
     co_return false;

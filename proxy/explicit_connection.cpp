@@ -5,8 +5,8 @@
 #include "proxy/connection.hpp"
 
 #include "core/deadline.hpp"
-#include "policy/redirect_check.hpp"
 #include "proxy/http_head.hpp"
+#include "proxy/judge.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/served_connection.hpp"
 #include "proxy/sniff.hpp"
@@ -115,28 +115,22 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   const std::uint16_t port = first.port.value_or(80);
   rec.dst = first.name + ":" + std::to_string(port);
 
-  // 3. Decide: a name by the policy, an address only by a cidr rule.
+  // 3. Decide: a name by the policy (proxy/judge.hpp), an address only by a cidr rule.
   boost::system::error_code not_address;
   const auto literal = asio::ip::make_address(first.name, not_address);
-  std::optional<policy::domain_name> name;
-  policy::decision d;
-  std::string granted_rule;  // d.rule when a redirect's allowance decided
+  judgement d;
   if (!not_address) {
-    d = session->policy->decide(literal, port);
-  } else if (auto parsed = policy::domain_name::parse(first.name); parsed.has_value()) {
-    name = std::move(*parsed);
-    rec.name = name->str();
-    d = session->policy->decide(*name, port);
-    // A redirect followed inside an inspected tunnel lets this one through (once).
-    const auto redirect = policy::check_redirects(ctx.grants, d, session->id, *name, true, port);
-    policy::apply_redirect(redirect, d, granted_rule);
-    if (redirect.what != policy::redirect_outcome::kind::none) rec.notes.push_back("redirect_from:" + redirect.from_host);
+    d = judge_address(literal, port, *session->policy);
   } else {
-    d = {verdict::deny, reason::invalid_name, "default"};
+    // A redirect followed inside an inspected tunnel lets this one through (once).
+    d = judge_host(first.name, port, session->id, *session->policy, ctx.grants);
+    if (!d.logged_name.empty()) rec.name = std::move(d.logged_name);
+    for (auto& note : d.notes) rec.notes.push_back(std::move(note));
   }
+  auto& name = d.name;
   rec.verdict = d.verdict;
   rec.reason = d.reason;
-  rec.rule = std::string(d.rule);
+  rec.rule = d.rule;
   if (d.verdict == verdict::deny) {
     co_await steps::refuse(client, channel, guard);
     co_return false;

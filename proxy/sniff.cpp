@@ -2,7 +2,6 @@
 
 #include "core/deadline.hpp"
 #include "core/deadline_watch.hpp"
-#include "proxy/client_hello.hpp"
 #include "proxy/first_message.hpp"
 #include "proxy/http_head.hpp"
 
@@ -12,7 +11,6 @@
 #include <span>
 #include <tuple>
 #include <utility>
-#include <variant>
 
 #include <sys/socket.h>
 
@@ -38,58 +36,7 @@ std::tuple<boost::system::error_code, std::size_t> read_now(asio::ip::tcp::socke
   }
 }
 
-sniffed fail(std::vector<std::byte>& bytes, reason why, sniffed::kind as = sniffed::kind::unknown) {
-  sniffed s;
-  s.type = as;
-  s.failure = why;
-  s.bytes = std::move(bytes);
-  return s;
-}
-
 }  // namespace
-
-std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool at_eof) {
-  // Closed without a byte: nothing says what it was (not TLS, whatever the port).
-  if (bytes.empty() && at_eof) return fail(bytes, reason::truncated);
-  const auto tls = client_hello::parse(bytes);
-  if (const auto* hello = std::get_if<client_hello::found>(&tls)) {
-    sniffed s;
-    s.type = sniffed::kind::tls;
-    s.name = hello->sni;
-    s.ech = hello->ech;
-    s.bytes = std::move(bytes);
-    return s;
-  }
-  if (const auto* bad = std::get_if<client_hello::failed>(&tls))
-    return fail(bytes, bad->why == client_hello::error::too_large ? reason::too_large : reason::parse_error,
-                sniffed::kind::tls);
-  if (std::holds_alternative<client_hello::need_more>(tls))
-    return at_eof ? std::optional(fail(bytes, reason::truncated, sniffed::kind::tls)) : std::nullopt;
-
-  const auto http = http_head::parse(bytes);
-  if (const auto* req = std::get_if<http_head::request>(&http)) {
-    sniffed s;
-    s.type = sniffed::kind::http;
-    s.name = req->host;
-    s.port = req->port;
-    s.method = req->method;
-    s.absolute_form = req->absolute_form;
-    s.head_size = req->head_size;
-    s.bytes = std::move(bytes);
-    return s;
-  }
-  if (const auto* bad = std::get_if<http_head::failed>(&http))
-    return fail(bytes, bad->why == http_head::error::too_large ? reason::too_large : reason::parse_error,
-                sniffed::kind::http);
-  if (std::holds_alternative<http_head::need_more>(http))
-    return at_eof ? std::optional(fail(bytes, reason::truncated, sniffed::kind::http)) : std::nullopt;
-
-  // Neither TLS nor HTTP: opaque TCP, judged by address alone.
-  sniffed s;
-  s.type = sniffed::kind::opaque;
-  s.bytes = std::move(bytes);
-  return s;
-}
 
 asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit,
                                std::optional<std::chrono::steady_clock::duration> quiet_limit) {
@@ -120,17 +67,17 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
                        : co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
     if (deadline.passed()) break;
-    if (ec && ec != asio::error::eof) co_return fail(bytes, reason::truncated);
+    if (ec && ec != asio::error::eof) co_return failed_as(bytes, reason::truncated);
     const bool at_eof = ec == asio::error::eof;
     // Full parses only when the framing says a verdict may be ready (A1: flat CPU for
     // a client that sends one byte per segment).
     if (at_eof || framing.maybe_complete(bytes))
       if (auto s = classify_first_bytes(bytes, at_eof)) co_return std::move(*s);
-    if (bytes.size() >= max_first_bytes) co_return fail(bytes, reason::too_large);
+    if (bytes.size() >= max_first_bytes) co_return failed_as(bytes, reason::too_large);
   }
   // A stalled TLS record is still TLS: refused with an alert, and logged as tls.
   const bool looks_tls = !bytes.empty() && bytes.front() == std::byte{0x16};
-  co_return fail(bytes, reason::timeout, looks_tls ? sniffed::kind::tls : sniffed::kind::unknown);
+  co_return failed_as(bytes, reason::timeout, looks_tls ? sniffed::kind::tls : sniffed::kind::unknown);
 }
 
 }  // namespace airlock::proxy

@@ -1,0 +1,105 @@
+#include "proxy/judge.hpp"
+
+#include "policy/redirect_check.hpp"
+
+#include <utility>
+
+namespace airlock::proxy {
+
+using policy::reason;
+using policy::verdict;
+
+namespace {
+
+judgement from(const policy::decision& d) {
+  judgement j;
+  j.verdict = d.verdict;
+  j.reason = d.reason;
+  j.rule = std::string(d.rule);
+  j.inspect = d.inspect;
+  return j;
+}
+
+judgement refused(reason why, std::string note = {}) {
+  judgement j;
+  j.reason = why;
+  if (!note.empty()) j.notes.push_back(std::move(note));
+  return j;
+}
+
+}  // namespace
+
+judgement judge_host(std::string_view host, std::uint16_t port, std::string_view session,
+                     const policy::compiled_policy& policy, policy::redirect_grants* grants) {
+  auto parsed = policy::domain_name::parse(host);
+  if (!parsed.has_value()) return refused(reason::invalid_name);
+  auto d = policy.decide(*parsed, port);
+  std::string granted_rule;  // d.rule's text when a redirect's allowance decided
+  const auto redirect = policy::check_redirects(grants, d, session, *parsed, true, port);
+  policy::apply_redirect(redirect, d, granted_rule);
+  judgement j = from(d);
+  j.logged_name = parsed->str();
+  j.name = std::move(*parsed);
+  if (redirect.what != policy::redirect_outcome::kind::none) j.notes.push_back("redirect_from:" + redirect.from_host);
+  return j;
+}
+
+judgement judge_address(const boost::asio::ip::address& address, std::uint16_t port,
+                        const policy::compiled_policy& policy) {
+  return from(policy.decide(address, port));
+}
+
+judgement judge_transparent(const sniffed& first, const boost::asio::ip::address& dst, std::uint16_t port,
+                            std::string_view session, const policy::compiled_policy& policy,
+                            const dns::name_table& names, policy::redirect_grants* grants,
+                            dns::name_table::clock::time_point now) {
+  if (first.failure) return refused(*first.failure);
+  // Host says one port, the packet another: ambiguous, so refused.
+  if (first.type == sniffed::kind::http && first.port && *first.port != port)
+    return refused(reason::parse_error, "host_port_mismatch");
+  if (!first.name.empty() && !policy::is_ip_literal(first.name)) return judge_host(first.name, port, session, policy, grants);
+
+  // No name at all (or an address written as one): a cidr rule, or an address this session
+  // got from airlock's DNS for a name allowed on this port.
+  judgement j = judge_address(dst, port, policy);
+  if (j.reason != reason::no_name) return j;
+  // The best of the names this session got the address for: an allowing one that inspects
+  // (its requests must be judged whatever else shares the address), then any allowing
+  // one, then a denial to name in the log.
+  auto rank = [](const policy::decision& x) {
+    return x.verdict == verdict::allow ? (x.inspect ? 3 : 2) : x.allowed() ? 1 : 0;
+  };
+  std::optional<policy::decision> best;
+  std::optional<policy::domain_name> inspecting;
+  for (const auto& e : names.lookup(session, dst, now)) {
+    auto known = policy::domain_name::parse(e.name);
+    if (!known.has_value()) continue;
+    const auto nd = policy.decide(*known, port);
+    if (!best || rank(nd) > rank(*best)) {
+      best = nd;
+      j.logged_name = e.name;  // named in the log even when denied (e.g. port_not_allowed)
+      if (nd.verdict == verdict::allow && nd.inspect) inspecting = std::move(*known);
+    }
+    if (rank(nd) == 3) break;
+  }
+  if (!best) return j;
+  auto logged = std::move(j.logged_name);
+  j = from(*best);
+  j.logged_name = std::move(logged);
+  j.notes.push_back("name_from_dns_answer");
+  if (inspecting) {
+    if (first.type == sniffed::kind::opaque) {
+      // Bytes that are neither TLS nor a request line we read (a leading CRLF, say) would
+      // be relayed unjudged to a host whose every request must be judged: refused.
+      j.verdict = verdict::deny;
+      j.reason = reason::parse_error;
+      j.inspect = false;
+      j.notes.push_back("opaque_on_inspecting_rule");
+    } else {
+      j.name = std::move(*inspecting);
+    }
+  }
+  return j;
+}
+
+}  // namespace airlock::proxy

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Slow and vanishing peers (ROBUSTNESS D2, D3). A slowloris on the peek phase, 2000
-# connections each trickling a byte every half second, is cut at the absolute peek
+# Slow, idle and vanishing peers (ROBUSTNESS D2, D3, D4). A slowloris on the peek phase,
+# 2000 connections each trickling a byte every half second, is cut at the absolute peek
 # deadline (a byte does not push it back) and logged, while a fresh client is served.
 # Half-close is carried both ways with what follows it; a peer that vanishes is reaped by
-# the idle timeout and its descriptors are released. Timeouts are shortened by config.
+# the idle timeout and its descriptors are released; 3000 idle tunnels are all closed at
+# the idle timeout, each with its line. Timeouts are shortened by config.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 WORLD_RECORDS="listed.airlock.test 203.0.113.10
@@ -13,11 +14,11 @@ source "$here/lib/world.sh"
 source "$here/lib/check.sh"
 world_up
 
-PEEK=2 IDLE=3 CLIENTS=2000
+PEEK=2 IDLE=3 CLIENTS=2000 TUNNELS=3000
 world_airlock_config slow-sandbox <<'EOF'
       - host: listed.airlock.test
       - host: tcp.airlock.test
-        ports: [2230, 2231]
+        ports: [2230, 2231, 2233]
 EOF
 cat >>"$W/airlock.yaml" <<EOF
 limits:
@@ -62,6 +63,29 @@ serve(2230, count)' "$ORIGIN_IP" "$W/after-fin" &
 WORLD_PIDS+=($!)
 world_wait_listen "$NET" t 2230
 world_wait_listen "$NET" t 2231
+# Port 2233: holds whatever connects, reading and dropping what it sends, until its end.
+ip netns exec "$NET" timeout 120 python3 -c '
+import resource, selectors, socket, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (8192, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 2233)); s.listen(4096); s.setblocking(False)
+sel = selectors.DefaultSelector(); sel.register(s, selectors.EVENT_READ)
+while True:
+    for key, _ in sel.select():
+        if key.fileobj is s:
+            try:
+                c, _ = s.accept(); c.setblocking(False); sel.register(c, selectors.EVENT_READ)
+            except BlockingIOError:
+                pass
+            continue
+        try:
+            data = key.fileobj.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            sel.unregister(key.fileobj); key.fileobj.close()' "$ORIGIN_IP" &
+WORLD_PIDS+=($!)
+world_wait_listen "$NET" t 2233
 
 fetch() { sbx_curl --resolve "listed.airlock.test:443:$ORIGIN_IP" https://listed.airlock.test/ "$@"; }
 works() { body_is "origin says hello to listed.airlock.test" fetch; }
@@ -203,5 +227,55 @@ sys.exit(0 if r["first"] >= peek - 0.2 and r["last"] <= peek + 4 and r["most_byt
   "$W/slowloris.json" "$PEEK"
 expect "  each logged once: deny, reason timeout" \
   line --count "$CLIENTS" --wait 10 event=connect verdict=deny reason=timeout
+
+# 4. Idle tunnels (D4): each says one line and then nothing; the idle timeout closes every
+#    one of them, on the loop's one watch (no timer each), and logs each.
+rss_before=$(rss_kib)
+rm -f "$W/holding"
+world_sbx timeout 60 python3 -c '
+import json, resource, selectors, socket, sys, time
+n, wait = int(sys.argv[1]), float(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_NOFILE, (n + 64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+ip = socket.gethostbyname("tcp.airlock.test")
+sel, sent = selectors.DefaultSelector(), {}
+for i in range(n):
+    c = socket.create_connection((ip, 2233), timeout=5)
+    c.sendall(b"hold\n"); c.setblocking(False)
+    sent[c] = time.monotonic()
+    sel.register(c, selectors.EVENT_READ)
+open(sys.argv[3], "w").close()
+closed = []
+end = time.monotonic() + wait
+while sent and time.monotonic() < end:
+    for key, _ in sel.select(timeout=0.1):
+        try:
+            if key.fileobj.recv(4096):
+                continue
+        except (ConnectionResetError, BlockingIOError):
+            pass
+        closed.append(time.monotonic() - sent.pop(key.fileobj))
+        sel.unregister(key.fileobj); key.fileobj.close()
+print(json.dumps({"tunnels": n, "closed": len(closed), "first": min(closed, default=None),
+                  "last": max(closed, default=None)}))' "$TUNNELS" $((IDLE + 15)) "$W/holding" >"$W/idle.json" &
+idlers=$!
+for _ in $(seq 1200); do [[ -e $W/holding ]] && break; sleep 0.05; done
+rss_holding=$(rss_kib)
+cpu_before=$(awk '{ print $14 + $15 }' "/proc/$AIRLOCK_PID/stat")
+wait "$idlers" || true
+cpu_after=$(awk '{ print $14 + $15 }' "/proc/$AIRLOCK_PID/stat")
+cat "$W/idle.json"
+echo "  (airlock's RSS grew by $((rss_holding - rss_before)) KiB with $TUNNELS tunnels open," \
+  "$(((rss_holding - rss_before) * 1024 / TUNNELS)) bytes each in this build; it used" \
+  "$(((cpu_after - cpu_before) * 10)) ms of CPU from then until all had closed)"
+expect "$TUNNELS idle tunnels are all closed" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+sys.exit(0 if r["closed"] == r["tunnels"] else 1)' "$W/idle.json"
+expect "  at the idle timeout (${IDLE} s) after their last byte" python3 -c '
+import json, sys
+r, idle = json.load(open(sys.argv[1])), float(sys.argv[2])
+sys.exit(0 if r["first"] >= idle - 0.2 and r["last"] <= idle + 6 else 1)' "$W/idle.json" "$IDLE"
+expect "  each with its line: allowed, 5 bytes up, idle_timeout" \
+  line --count "$TUNNELS" --wait 10 event=connect dst=203.0.113.10:2233 verdict=allow bytes_up=5 'notes~=idle_timeout'
 expect "airlock serves as before" works
 check_summary

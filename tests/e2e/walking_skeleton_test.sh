@@ -149,6 +149,49 @@ raw_tls rst $ATTACKER_IP >/dev/null
 expect "one cut short by the client's RST is logged as truncated too" \
   line --count 2 event=connect "dst=$ATTACKER_IP:443" verdict=deny reason=truncated
 
+# 5c. Encrypted ClientHello (ROBUSTNESS A9): a real ClientHello with an
+#     encrypted_client_hello extension (0xfe0d) added is judged by its outer SNI, the only
+#     name airlock can read, and its line says so. The origin, which has no ECH keys,
+#     answers the outer hello (its handshake then fails: the hello was edited).
+ech_hello() {
+  world_sbx timeout 10 python3 -c '
+import os, socket, ssl, struct, sys
+host, addr = sys.argv[1], sys.argv[2]
+ctx = ssl.create_default_context()
+bio_in, bio_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ctx.wrap_bio(bio_in, bio_out, server_hostname=host)
+try:
+    tls.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+hello = bio_out.read()
+body = hello[9:]  # after the record and handshake headers
+at = 2 + 32
+at += 1 + body[at]                                   # session id
+at += 2 + struct.unpack(">H", body[at:at + 2])[0]    # cipher suites
+at += 1 + body[at]                                   # compression methods
+# ECHClientHello, outer: type, cipher suite (HKDF-SHA256, AES-128-GCM), config id, enc, payload.
+payload = bytes([0]) + struct.pack(">HHB", 1, 1, 7) + struct.pack(">H", 32) + os.urandom(32) + struct.pack(">H", 128) + os.urandom(128)
+ech = struct.pack(">HH", 0xfe0d, len(payload)) + payload
+exts = body[at + 2:] + ech
+body = body[:at] + struct.pack(">H", len(exts)) + exts
+handshake = bytes([1]) + len(body).to_bytes(3, "big") + body
+c = socket.create_connection((addr, 443), timeout=5)
+c.sendall(bytes([0x16, 3, 1]) + struct.pack(">H", len(handshake)) + handshake)
+try:
+    got = c.recv(5)
+    print("alert" if got[:1] == b"\x15" else "server hello" if got[:1] == b"\x16" else "closed" if not got else "other")
+except ConnectionResetError:
+    print("reset")' "$@"
+}
+expect "a ClientHello with ECH whose outer SNI is allowed is relayed to the origin" \
+  body_is "server hello" ech_hello allowed.airlock.test "$ORIGIN_IP"
+expect "  its connect line: allowed by the outer name, noted ech_outer_sni" \
+  line event=connect proto=tls name=allowed.airlock.test verdict=allow 'notes~=ech_outer_sni'
+expect "one whose outer SNI is denied gets a TLS alert" body_is alert ech_hello denied.airlock.test "$ORIGIN_IP"
+expect "  its connect line: denied by the outer name, noted ech_outer_sni" \
+  line event=connect proto=tls name=denied.airlock.test verdict=deny reason=host_not_allowed 'notes~=ech_outer_sni'
+
 # 6. An allowed name that resolves to a private address: stripped in DNS, refused by the proxy.
 world_sbx dig +time=3 +tries=1 +short @$GW_SBX_IP private.airlock.test >"$W/private.dig" 2>&1 || true
 expect "  dig gets no address for it" test ! -s "$W/private.dig"

@@ -11,6 +11,7 @@
 #include "core/listen.hpp"
 #include "core/metrics.hpp"
 #include "core/open_files.hpp"
+#include "core/overload_watch.hpp"
 #include "core/spawn.hpp"
 #include "dns/resolver.hpp"
 #include "dns/server.hpp"
@@ -119,6 +120,7 @@ struct instance::parts {
   std::unique_ptr<session_registry> sessions;
   dns::name_table names;
   dns::answer_cache cache;
+  overload_state overload;  // memory pressure: read by every loop, set by watch_memory
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
   asio::io_context io{1};
@@ -141,6 +143,8 @@ struct instance::parts {
 
   metrics_sample sample() const {
     metrics_sample out{active_connections.load(), sessions->list().size(), log->queue_depth(), log->dropped_total()};
+    out.overload_level = static_cast<int>(overload.level());
+    out.memory_pressure = overload.pressure();
     if (minter) {
       out.leaf_hits = minter->hits();
       out.leaf_minted = minter->misses();
@@ -297,6 +301,24 @@ asio::awaitable<void> expire_names(parts_t& r) {
     if (ec) co_return;
     r.names.expire(dns::name_table::clock::now());
   }
+}
+
+// Memory pressure (core/overload.hpp) changed level: said once on stderr, and going up
+// from normal frees what can be freed at once.
+void on_overload(parts_t& r, overload_level from, overload_level to, double pressure) {
+  std::size_t dropped = 0;
+  if (from == overload_level::normal) {
+    dropped = r.cache.shrink(r.cache.size() / 4);
+    r.names.expire(dns::name_table::clock::now());
+  }
+  static constexpr const char* doing[] = {
+      "back to normal",
+      "new connections get a quarter of the peek and idle timeouts",
+      "refusing new connections and DNS queries (limit:memory); relayed connections go on"};
+  std::fprintf(stderr, "airlock: memory pressure %.0f%%: %s -> %s: %s", pressure * 100, to_string(from), to_string(to),
+               doing[static_cast<int>(to)]);
+  if (dropped > 0) std::fprintf(stderr, "; %zu cached answers dropped", dropped);
+  std::fputc('\n', stderr);
 }
 
 asio::awaitable<void> drain_then_stop(parts_t& r) {
@@ -473,6 +495,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   p->proxy_ctx->settings.idle_limit = p->cfg.timeouts.idle;
   p->dns_ctx->refuse_when_unrecorded = p->proxy_ctx->settings.refuse_when_unrecorded = p->cfg.refuse_when_unrecorded;
   p->dns_ctx->grants = p->proxy_ctx->grants = &p->grants;
+  p->dns_ctx->overload = p->proxy_ctx->overload = &p->overload;
   if (auto e = load_inspection(*p); !e.empty()) return fail(1, e);
   if (p->inspection) p->proxy_ctx->inspection = &*p->inspection;
   // Sessions registered with a network namespace (by `airlock run`) get process attribution.
@@ -595,6 +618,10 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
                                         [&r] { return r.sample(); }})),
              report("control listener"));
   co_spawn(r.io, expire_names(r), report("name table expiry"));
+  co_spawn(r.io,
+           watch_memory(r.cfg.overload, r.overload, r.stopping,
+                        [&r](overload_level from, overload_level to, double pressure) { on_overload(r, from, to, pressure); }),
+           report("memory pressure"));
 
   const auto current = r.policies->current();
   std::string listening;

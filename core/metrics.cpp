@@ -42,6 +42,10 @@ metrics::metrics()
       active_connections_(gauge(*registry_, "airlock_active_connections", "Proxied connections open now")),
       sessions_(gauge(*registry_, "airlock_sessions", "Sessions known now (configured and registered)")),
       log_queue_depth_(gauge(*registry_, "airlock_log_queue_depth", "Decision lines waiting for the log writer")),
+      overload_level_(gauge(*registry_, "airlock_overload_level",
+                            "Memory pressure level: 0 normal, 1 shrinking (shorter timeouts), 2 refusing new work")),
+      memory_pressure_(gauge(*registry_, "airlock_memory_pressure",
+                             "Resident memory over overload.memory_limit (or the pressure file's number)")),
       log_dropped_(counter_family(*registry_, "airlock_log_dropped_total",
                                   "Decision lines that could not be queued or written (each reported by a "
                                   "log_dropped line)")
@@ -100,6 +104,8 @@ std::string metrics::render(const metrics_sample& now) {
   active_connections_.Set(static_cast<double>(now.active_connections));
   sessions_.Set(static_cast<double>(now.sessions));
   log_queue_depth_.Set(static_cast<double>(now.log_queue_depth));
+  overload_level_.Set(now.overload_level);
+  memory_pressure_.Set(now.memory_pressure);
   log_dropped_seen_.follow(now.log_dropped_total);
   leaf_hits_.follow(now.leaf_hits);
   leaf_minted_.follow(now.leaf_minted);

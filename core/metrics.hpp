@@ -29,6 +29,9 @@ struct metrics_sample {
   std::uint64_t leaf_hits = 0;
   std::uint64_t leaf_minted = 0;
   std::uint64_t leaf_evicted = 0;
+  // Memory pressure (core/overload.hpp): 0 normal, 1 shrinking, 2 refusing; used / limit.
+  int overload_level = 0;
+  double memory_pressure = 0;
 };
 
 class metrics {
@@ -57,6 +60,8 @@ class metrics {
   prometheus::Gauge& active_connections_;
   prometheus::Gauge& sessions_;
   prometheus::Gauge& log_queue_depth_;
+  prometheus::Gauge& overload_level_;
+  prometheus::Gauge& memory_pressure_;
   prometheus::Counter& log_dropped_;
   prometheus::Family<prometheus::Counter>& leaves_;
   // Counters that mirror a total kept elsewhere: each render adds what grew since the last.

@@ -82,4 +82,15 @@ void answer_cache::store(std::string_view name, std::uint16_t qtype, const wire:
   entries_.emplace(std::move(k), lru_.begin());
 }
 
+std::size_t answer_cache::shrink(std::size_t keep) {
+  const std::lock_guard lock(mutex_);
+  std::size_t dropped = 0;
+  while (entries_.size() > keep) {
+    entries_.erase(lru_.back().key);
+    lru_.pop_back();
+    ++dropped;
+  }
+  return dropped;
+}
+
 }  // namespace airlock::dns

@@ -35,6 +35,10 @@ class answer_cache {
   // Keeps `answer` (as the upstream sent it) when it is cacheable.
   void store(std::string_view name, std::uint16_t qtype, const wire::message& answer, clock::time_point now);
 
+  // Drops the least recently used entries until at most `keep` are left (memory pressure);
+  // how many went.
+  std::size_t shrink(std::size_t keep);
+
   std::size_t size() const {
     const std::lock_guard lock(mutex_);
     return entries_.size();

@@ -215,6 +215,10 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
     rec.notes.push_back("limit:decision_log");
     return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
   }
+  if (ctx.overload != nullptr && ctx.overload->refusing()) {
+    rec.notes.push_back("limit:memory");
+    return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
+  }
 
   // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
   const auto now = core::token_bucket::clock::now();

@@ -4,6 +4,7 @@
 #include "attribution/finder.hpp"
 #include "attribution/probe.hpp"
 #include "core/decision.hpp"
+#include "core/overload.hpp"
 #include "core/token_bucket.hpp"
 #include "dns/answer_cache.hpp"
 #include "dns/answer_filter.hpp"
@@ -44,6 +45,8 @@ struct query_context {
   std::function<std::string(std::string_view)> netns_of{};
   // One-shot allowances from redirects the proxy followed (shared with it); optional.
   policy::redirect_grants* grants = nullptr;
+  // Memory pressure (core/overload.hpp): refusing, no query is taken on. Optional.
+  const core::overload_state* overload = nullptr;
 };
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).

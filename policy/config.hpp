@@ -125,6 +125,12 @@ struct timeouts_config {
   std::chrono::milliseconds idle{600'000};    // a relayed connection with no byte either way
 };
 
+// Memory pressure (core/overload.hpp): watched only when a limit or a pressure file is set.
+struct overload_config {
+  std::uint64_t memory_limit = 0;  // resident bytes the daemon may use; 0: not watched
+  std::string pressure_file;       // read instead of measuring: a number, 0.97 or 97% (drills, tests)
+};
+
 struct config {
   std::string file;  // the label errors and rules name: a path, or "<embedded default>"
   listen_config listen;
@@ -137,6 +143,7 @@ struct config {
   dns_config dns;
   limits_config limits;
   timeouts_config timeouts;
+  overload_config overload;
   std::vector<policy_config> policies;
   std::vector<session_config> sessions;
   std::optional<std::string> default_policy;  // for sources no session covers; none = deny

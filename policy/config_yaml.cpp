@@ -39,7 +39,7 @@ class loader {
       return r_.errors();
     }
     r_.check_keys(root,
-                  {"version", "listen", "upstream_dns", "dns", "limits", "timeouts", "log", "policies", "sessions",
+                  {"version", "listen", "upstream_dns", "dns", "limits", "timeouts", "overload", "log", "policies", "sessions",
                    "default_policy", "always_deny", "always_allow", "inspection", "threads"},
                   "the top level");
     if (auto v = root["version"]; !v) {
@@ -53,6 +53,7 @@ class loader {
     if (auto n = root["dns"]) load_dns(n, cfg.dns);
     if (auto n = root["limits"]) load_limits(n, cfg.limits);
     if (auto n = root["timeouts"]) load_timeouts(n, cfg.timeouts);
+    if (auto n = root["overload"]) load_overload(n, cfg.overload);
     if (auto n = root["threads"]) load_threads(n, cfg.threads);
     if (auto n = root["inspection"]) load_inspection(n, cfg.inspection);
     if (auto n = root["always_deny"]) cfg.always_deny = detail::parse_rules(r_, n, "always_deny", {true, false});
@@ -191,6 +192,19 @@ class loader {
     duration("peek", out.peek);
     duration("connect", out.connect);
     duration("idle", out.idle);
+  }
+
+  void load_overload(const YAML::Node& n, overload_config& out) {
+    if (!n.IsMap()) return r_.error(n, "overload: expected a mapping (memory_limit:, pressure_file:)");
+    r_.check_keys(n, {"memory_limit", "pressure_file"}, "overload");
+    if (auto v = n["memory_limit"]) {
+      auto parsed = parse_size(v.IsScalar() ? v.Scalar() : std::string());
+      if (parsed.has_value()) out.memory_limit = *parsed;
+      else r_.error(v, "overload.memory_limit: " + parsed.error());
+    }
+    if (auto v = n["pressure_file"]) {
+      if (auto path = r_.string_of(v, "overload.pressure_file")) out.pressure_file = *path;
+    }
   }
 
   // Query type names a policy may list (the common ones), or TYPE<n> for any other.

@@ -85,7 +85,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   steps::start_probe(ctx, guard, client, peer, *dst);
 
   // 3. What it says: SNI or Host, within the peek deadline.
-  auto first = co_await sniff(client, ctx.settings.peek_limit, ctx.settings.quiet_limit);
+  auto first = co_await sniff(client, peek_limit(ctx), ctx.settings.quiet_limit);
   ticket.judged();
   if (first.silent) rec.notes.push_back("client_silent");
   rec.proto = first.type == sniffed::kind::tls ? "tls" : first.type == sniffed::kind::http ? "http" : "tcp";

@@ -3,6 +3,7 @@
 // decide, connect to airlock's own resolution, relay, log.
 #include "attribution/finder.hpp"
 #include "core/decision.hpp"
+#include "core/overload.hpp"
 #include "dns/answer_cache.hpp"
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
@@ -12,6 +13,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -79,7 +81,20 @@ struct proxy_context {
   // at (policy, log, name table, limits, connection ids, inspection, grants) is shared
   // and safe across threads.
   std::optional<boost::asio::any_io_executor> dns_loop{};
+  // Memory pressure (core/overload.hpp), shared; null when not watched.
+  const core::overload_state* overload = nullptr;
 };
+
+// The peek and idle limits a new connection gets: a quarter of the configured ones (at
+// least a second) while memory is short.
+inline std::chrono::steady_clock::duration peek_limit(const proxy_context& ctx) noexcept {
+  if (ctx.overload == nullptr || !ctx.overload->shrinking()) return ctx.settings.peek_limit;
+  return std::max<std::chrono::steady_clock::duration>(ctx.settings.peek_limit / 4, std::chrono::seconds(1));
+}
+inline std::chrono::steady_clock::duration idle_limit(const proxy_context& ctx) noexcept {
+  if (ctx.overload == nullptr || !ctx.overload->shrinking()) return ctx.settings.idle_limit;
+  return std::max<std::chrono::steady_clock::duration>(ctx.settings.idle_limit / 4, std::chrono::seconds(1));
+}
 
 // A transparently intercepted connection; `peer` is the client's address as accepted.
 // From a REDIRECT listener (`listen.proxy`) and from a TPROXY one (`listen.tproxy`): the

@@ -40,7 +40,7 @@ asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, cons
   }
   static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
   if (auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow); wec) co_return;
-  auto hello = co_await sniff(client, ctx.settings.peek_limit);
+  auto hello = co_await sniff(client, peek_limit(ctx));
   if (hello.failure || hello.type != sniffed::kind::tls) {
     rec.verdict = verdict::deny;
     rec.reason = hello.failure.value_or(reason::parse_error);
@@ -100,7 +100,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   steps::start_probe(ctx, guard, client, peer);
 
   // 2. The proxy request: CONNECT host:port, or an absolute-form http:// request.
-  auto first = co_await sniff(client, ctx.settings.peek_limit);
+  auto first = co_await sniff(client, peek_limit(ctx));
   ticket.judged();
   const bool tunnel = first.type == sniffed::kind::http && first.method == "CONNECT";
   rec.proto = tunnel ? "connect" : "http";

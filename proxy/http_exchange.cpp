@@ -225,7 +225,7 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
   auto& client_tcp = beast::get_lowest_layer(client);
   auto& upstream_tcp = beast::get_lowest_layer(upstream);
   const auto& session = x.connection.session;
-  const auto idle = x.ctx.settings.idle_limit;
+  const auto idle = idle_limit(x.ctx);
   // Every credential put on a request of this connection: an echo is masked in any later
   // response too, whichever request it seems to answer.
   secret_mask mask;

@@ -95,7 +95,7 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
     co_return;
   }
   rec.notes.push_back("inspected");
-  beast::get_lowest_layer(sandbox).expires_after(ctx.settings.peek_limit);
+  beast::get_lowest_layer(sandbox).expires_after(peek_limit(ctx));
   if (auto [hec] = co_await sandbox.async_handshake(asio::ssl::stream_base::server, nothrow); hec) {
     // Allowed, but the client would not talk to airlock's leaf: usually a sandbox that
     // was not given airlock's CA.

@@ -98,6 +98,7 @@ asio::awaitable<void> refuse_over_limit(tcp::socket& client, sniffed::kind chann
 
 std::string_view admit(proxy_context& ctx, limiter::ticket& ticket, const std::string& session) {
   if (ctx.settings.refuse_when_unrecorded && !ctx.log.recording()) return "decision_log";
+  if (ctx.overload != nullptr && ctx.overload->refusing()) return "memory";
   return ticket.admit(session);
 }
 
@@ -414,7 +415,7 @@ asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, p
   tcp::socket upstream(client.get_executor());
   std::uint64_t sent_up = 0;
   if (!co_await judge(client, peer, upstream, ctx, ticket, line, sent_up)) co_return;
-  const auto totals = co_await relay(client, upstream, ctx.settings.idle_limit, &ticket);
+  const auto totals = co_await relay(client, upstream, idle_limit(ctx), &ticket);
   line.relayed(totals, sent_up, ticket);
 }
 

@@ -100,7 +100,7 @@ boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffe
 
 // Admits a connection of `session`: the limit it is over, or empty. The first is the log's:
 // while it cannot record, nothing new goes out (log.when_unwritable: refuse), whatever the
-// session's own limits say.
+// session's own limits say; then memory ("memory": core/overload.hpp's refusing level).
 std::string_view admit(proxy_context& ctx, limiter::ticket& ticket, const std::string& session);
 
 // Past a cap or a session's limit: a logged deny (limit_exceeded, the note names the

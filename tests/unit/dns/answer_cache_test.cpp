@@ -280,3 +280,16 @@ TEST_CASE("started_query: a miss is left to finish(); a moved query emits its li
   CHECK(f.log.lines[0].name == "ok.test");
   CHECK(f.log.lines[0].verdict == airlock::policy::verdict::allow);
 }
+
+TEST_CASE("shrink drops the least recently used answers down to what it keeps") {
+  answer_cache c;
+  for (const char* n : {"a.test", "b.test", "c.test", "d.test"}) c.store(n, wire::type::a, answer(0, {a_record(300)}), t0);
+  REQUIRE(c.find("a.test", wire::type::a, t0));  // a is now the most recently used
+  CHECK(c.shrink(2) == 2);
+  CHECK(c.size() == 2);
+  CHECK(c.find("a.test", wire::type::a, t0));
+  CHECK(c.find("d.test", wire::type::a, t0));
+  CHECK_FALSE(c.find("b.test", wire::type::a, t0));
+  CHECK_FALSE(c.find("c.test", wire::type::a, t0));
+  CHECK(c.shrink(5) == 0);
+}

@@ -162,6 +162,21 @@ TEST_CASE("the timeouts section: durations with units, defaults, errors with the
   CHECK_FALSE(load_config_text("version: 1\ntimeouts: 5s\n", "f.yaml").has_value());
 }
 
+TEST_CASE("the overload section: a memory limit with units, a pressure file; off by default") {
+  auto d = load_config_text("version: 1\n", "f.yaml");
+  REQUIRE(d.has_value());
+  CHECK(d->overload.memory_limit == 0);
+  CHECK(d->overload.pressure_file.empty());
+  auto r = load_config_text("version: 1\noverload:\n  memory_limit: 1.5G\n  pressure_file: /run/p\n", "f.yaml");
+  REQUIRE(r.has_value());
+  CHECK(r->overload.memory_limit == 1536ull * 1024 * 1024);
+  CHECK(r->overload.pressure_file == "/run/p");
+  auto bad = load_config_text("version: 1\noverload:\n  memory_limit: plenty\n  max_heap: 1G\n", "f.yaml");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(joined(bad.error()).find("f.yaml:3:17: overload.memory_limit: ") != std::string::npos);
+  CHECK(joined(bad.error()).find("f.yaml:4:") != std::string::npos);
+}
+
 TEST_CASE("log.when_unwritable: refuse by default, pass on request, nothing else") {
   auto d = load_config_text("version: 1\n", "f.yaml");
   REQUIRE(d.has_value());

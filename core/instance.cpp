@@ -662,7 +662,9 @@ void instance::handle_signals() {
           if (ec) co_return;
           if (signo == SIGHUP) {
             if (auto snap = reload(r); snap.has_value()) {
-              std::fprintf(stderr, "airlock: reloaded policy %s (%zu rules); changes to listen:, dns:, limits: and timeouts: need a restart\n",
+              std::fprintf(stderr,
+                           "airlock: reloaded policy %s (%zu rules); changes to listen:, dns:, limits:, "
+                           "timeouts: and overload: need a restart\n",
                            (*snap)->version().c_str(), (*snap)->rule_count());
             } else {
               std::fprintf(stderr, "airlock: reload failed; keeping policy %s:\n",

@@ -32,7 +32,7 @@ std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool 
   }
   if (const auto* bad = std::get_if<client_hello::failed>(&tls))
     return failed_as(bytes, bad->why == client_hello::error::too_large ? reason::too_large : reason::parse_error,
-                sniffed::kind::tls);
+                     sniffed::kind::tls);
   if (std::holds_alternative<client_hello::need_more>(tls))
     return at_eof ? std::optional(failed_as(bytes, reason::truncated, sniffed::kind::tls)) : std::nullopt;
 
@@ -50,7 +50,7 @@ std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool 
   }
   if (const auto* bad = std::get_if<http_head::failed>(&http))
     return failed_as(bytes, bad->why == http_head::error::too_large ? reason::too_large : reason::parse_error,
-                sniffed::kind::http);
+                     sniffed::kind::http);
   if (std::holds_alternative<http_head::need_more>(http))
     return at_eof ? std::optional(failed_as(bytes, reason::truncated, sniffed::kind::http)) : std::nullopt;
 

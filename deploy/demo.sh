@@ -68,6 +68,14 @@ meaning = {
 }
 for raw in open(sys.argv[1]):
     d = json.loads(raw)
+    if d["event"] == "session":  # the sessions of the default policy, opened and closed with airlock
+        if d["action"] == "close":
+            print(f'  session {d["session"]:4} closed: {d["dns_queries"]} DNS queries, {d["connections_allowed"]} '
+                  f'connection(s) allowed, {d["connections_denied"]} denied, {d["bytes_up"]} bytes up, '
+                  f'{d["bytes_down"]} down')
+        else:
+            print(f'  session {d["session"]:4} {d["action"]}: policy {d["policy"]} for {" ".join(d["sources"])}')
+        continue
     if d["event"] == "dns" and d["qtype"] != "A":
         continue  # AAAA twins of the A lookups; same verdicts
     what = f'{d["event"]:7} {d["verdict"]:5} {d["name"] or d["dst"]}'

@@ -68,6 +68,17 @@ expect "at 99 % it refuses" pressure 0.99 2
 expect_not "  a new connection" fetch
 expect "  logged as limit_exceeded, limit:memory" \
   line event=connect verdict=deny reason=limit_exceeded 'notes~=limit:memory'
+world_sbx timeout 10 python3 -c '
+import socket, sys
+held = [socket.create_connection((sys.argv[1], 443), timeout=5) for _ in range(20)]
+for c in held:
+    try:
+        while c.recv(64):
+            pass
+    except OSError:
+        pass' "$ORIGIN_IP" || true
+expect "  20 connections more, 20 lines more: every refusal is logged (ROBUSTNESS F4)" \
+  line --count 21 event=connect verdict=deny reason=limit_exceeded 'notes~=limit:memory'
 expect "  and a DNS query: REFUSED" test "$(status_of listed.airlock.test)" = REFUSED
 expect "  logged as limit_exceeded, limit:memory" \
   line event=dns verdict=deny reason=limit_exceeded 'notes~=limit:memory'

@@ -68,17 +68,28 @@ expect "at 99 % it refuses" pressure 0.99 2
 expect_not "  a new connection" fetch
 expect "  logged as limit_exceeded, limit:memory" \
   line event=connect verdict=deny reason=limit_exceeded 'notes~=limit:memory'
-world_sbx timeout 10 python3 -c '
+# One at a time, each read to its end (airlock's reset): a connection the kernel completed
+# is one airlock accepts, so each must have its line, whatever became of the others.
+made=$(world_sbx timeout 30 python3 -c '
 import socket, sys
-held = [socket.create_connection((sys.argv[1], 443), timeout=5) for _ in range(20)]
-for c in held:
+made = 0
+for _ in range(20):
+    try:
+        c = socket.create_connection((sys.argv[1], 443), timeout=2)
+    except OSError:
+        continue
+    made += 1
     try:
         while c.recv(64):
             pass
     except OSError:
-        pass' "$ORIGIN_IP" || true
-expect "  20 connections more, 20 lines more: every refusal is logged (ROBUSTNESS F4)" \
-  line --count 21 event=connect verdict=deny reason=limit_exceeded 'notes~=limit:memory'
+        pass
+    c.close()
+print(made)' "$ORIGIN_IP" || echo 0)
+echo "  ($made of 20 connections completed)"
+expect "  $made connections more, $made lines more: every refusal is logged (ROBUSTNESS F4)" \
+  line --count $((1 + made)) event=connect verdict=deny reason=limit_exceeded 'notes~=limit:memory'
+expect "  (at least one was made, so the count means something)" test "$made" -ge 1
 expect "  and a DNS query: REFUSED" test "$(status_of listed.airlock.test)" = REFUSED
 expect "  logged as limit_exceeded, limit:memory" \
   line event=dns verdict=deny reason=limit_exceeded 'notes~=limit:memory'

@@ -87,8 +87,13 @@ for _ in range(20):
     c.close()
 print(made)' "$ORIGIN_IP" || echo 0)
 echo "  ($made of 20 connections completed)"
-expect "  $made connections more, $made lines more: every refusal is logged (ROBUSTNESS F4)" \
-  line --count $((1 + made)) event=connect verdict=deny reason=limit_exceeded 'notes~=limit:memory'
+# At least: a connection whose handshake the client gave up on may still have reached
+# airlock's accept queue, and is logged too.
+logged_refusals() { grep '"event":"connect"' "$W/decisions.jsonl" | grep -c '"limit:memory"' || true; }
+for _ in $(seq 50); do (($(logged_refusals) >= 1 + made)) && break; sleep 0.1; done
+echo "  ($(logged_refusals) lines with limit:memory)"
+expect "  every one of them has its line: every refusal is logged (ROBUSTNESS F4)" \
+  test "$(logged_refusals)" -ge $((1 + made))
 expect "  (at least one was made, so the count means something)" test "$made" -ge 1
 expect "  and a DNS query: REFUSED" test "$(status_of listed.airlock.test)" = REFUSED
 expect "  logged as limit_exceeded, limit:memory" \

@@ -173,7 +173,10 @@ fill_log_disk() {
 }
 dropped() { metrics | sed -n 's/^airlock_log_dropped_total \([0-9]*\).*/\1/p'; }
 wait_dropped() { for _ in $(seq 50); do [[ $(dropped) -ge 2 ]] && return 0; sleep 0.1; done; return 1; }
-works_within() {  # the first refusal after room is back writes the line that tells the log so
+# Once room is back, the first line written tells the log it can record again. That line is
+# a refusal (every line since the disk filled is one): the dig's, when the writer had not
+# tried it yet (it backs off 100 ms after a failed write), else the first curl's below.
+works_within() {
   for _ in 1 2 3 4 5; do
     [[ $(sbx_curl $(r listed) https://listed.airlock.test/ 2>/dev/null) == "origin says hello to listed.airlock.test" ]] && return 0
     sleep 0.2
@@ -193,7 +196,7 @@ expect "once the disk has room, the allowed name works again" works_within
 expect "  a log_dropped line reports the loss" \
   python3 "$here/lib/decisions.py" "$W/full/decisions.jsonl" event=log_dropped
 expect "  followed by the refusals that could be written, named limit:decision_log" \
-  python3 "$here/lib/decisions.py" "$W/full/decisions.jsonl" event=connect verdict=deny reason=limit_exceeded \
+  python3 "$here/lib/decisions.py" "$W/full/decisions.jsonl" verdict=deny reason=limit_exceeded \
   'notes~=limit:decision_log'
 kill "$AIRLOCK_PID"
 for _ in $(seq 100); do kill -0 "$AIRLOCK_PID" 2>/dev/null || break; sleep 0.05; done

@@ -258,7 +258,9 @@ try:
 except OSError as e:
     print("error:", e)' "$W/$1" >"$W/$1.out" &
   KEEPER=$!
-  for _ in $(seq 100); do [[ -s $W/$1.port ]] && break; sleep 0.05; done
+  for _ in $(seq 400); do [[ -s $W/$1.port ]] && break; sleep 0.05; done
+  # A signal sent before the answer would test a connection still in the accept queue.
+  expect "  (a connection is open, its request answered, before the signal)" test -s "$W/$1.port"
 }
 stopped() {  # stopped PID T0: waits for it, sets $status and $took (ms since T0, from date +%s%N)
   status=0

@@ -42,13 +42,16 @@ def main():
             conditions.append((key, value))
     deadline = time.monotonic() + wait
     while True:
-        found = []
+        found, near = [], []
         try:
             with open(path, encoding="utf-8") as f:
                 for line in f:
                     obj = json.loads(line)  # a line that is not JSON fails the test loudly
-                    if matches(obj, conditions):
+                    missed = [k for k, v in conditions if not matches(obj, [(k, v)])]
+                    if not missed:
                         found.append(line.rstrip("\n"))
+                    elif len(missed) == 1:
+                        near.append(f"{line.rstrip()}  (differs in {missed[0].rstrip('~')})")
         except FileNotFoundError:
             pass
         ok = len(found) == count if count is not None else len(found) > 0
@@ -57,6 +60,9 @@ def main():
         time.sleep(0.1)
     for line in found:
         print(line)
+    if not ok:
+        # What a failed check nearly matched says why it failed (a flaky run leaves no log).
+        print(f"{len(found)} line(s) match; lines that differ in one field:", *near[-5:] or ["none"], sep="\n  ")
     return 0 if ok else 1
 
 

@@ -42,20 +42,25 @@ decision_log::~decision_log() {
   }
   wake_.notify_one();
   writer_.join();
+  // What a loop still queued after the writer's last look (none do: they stop first).
+  for (auto* q = newest_.exchange(nullptr); q != nullptr;) delete std::exchange(q, q->next);
   if (fd_ >= 0) ::close(fd_);
 }
 
+void decision_log::count_dropped(std::uint64_t lines) noexcept {
+  dropped_pending_.fetch_add(lines, std::memory_order_relaxed);
+  dropped_total_.fetch_add(lines, std::memory_order_relaxed);
+}
+
 void decision_log::emit(const decision_record& r) noexcept {
-  // Rendered outside the lock (event loops on other threads log too), into a buffer this
-  // thread keeps: no allocation per line, one copy into the batch.
+  // Rendered into a buffer this thread keeps (event loops on other threads log too): the
+  // line's own copy is then allocated once, at its size.
   thread_local std::string rendered;
   try {
     rendered.clear();
     append_json_line(rendered, r);
   } catch (...) {  // out of memory rendering: count it like any other loss
-    std::lock_guard lock(mutex_);
-    ++dropped_pending_;
-    ++dropped_total_;
+    count_dropped(1);
     return;
   }
   add(rendered);
@@ -65,28 +70,50 @@ void decision_log::emit(const decision_record& r) noexcept {
 void decision_log::write(std::string line) noexcept { add(line); }
 
 void decision_log::add(std::string_view line) noexcept {
-  bool wake = false;
-  {
-    std::lock_guard lock(mutex_);
-    if (pending_lines_ >= capacity_) {
-      ++dropped_pending_;
-      ++dropped_total_;
-      unwritable_.store(true, std::memory_order_relaxed);
-      return;
-    }
-    try {
-      pending_.append(line);
-    } catch (...) {
-      ++dropped_pending_;
-      ++dropped_total_;
-      return;
-    }
-    ++pending_lines_;
-    ++enqueued_;
-    // An idle writer is woken by the first line only; a lingering one by a quarter-full queue.
-    wake = (writer_idle_ && pending_lines_ == 1) || pending_lines_ == capacity_ / 4 + 1;
+  const std::size_t before = pending_lines_.fetch_add(1, std::memory_order_relaxed);
+  if (before >= capacity_) {
+    pending_lines_.fetch_sub(1, std::memory_order_relaxed);
+    count_dropped(1);
+    unwritable_.store(true, std::memory_order_relaxed);
+    return;
   }
-  if (wake) wake_.notify_one();
+  queued* q = nullptr;
+  try {
+    q = new queued{nullptr, std::string(line)};
+  } catch (...) {
+    pending_lines_.fetch_sub(1, std::memory_order_relaxed);
+    count_dropped(1);
+    return;
+  }
+  q->next = newest_.load(std::memory_order_relaxed);
+  while (!newest_.compare_exchange_weak(q->next, q, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+  }
+  enqueued_.fetch_add(1, std::memory_order_relaxed);
+  // An idle writer is woken by the first line, a lingering one by a quarter-full queue.
+  // The push above and the writer's "idle, then look at the queue" are both sequentially
+  // consistent, so either this sees the writer idle or the writer sees this line; the
+  // notify under the mutex cannot fall between its look and its sleep.
+  if (writer_idle_.load(std::memory_order_seq_cst) || before == capacity_ / 4) {
+    std::lock_guard lock(mutex_);
+    wake_.notify_one();
+  }
+}
+
+std::size_t decision_log::take_queued(std::string& batch) {
+  queued* q = newest_.exchange(nullptr, std::memory_order_acquire);
+  queued* oldest_first = nullptr;
+  while (q != nullptr) oldest_first = std::exchange(q, std::exchange(q->next, oldest_first));
+  std::size_t n = 0;
+  for (auto* p = oldest_first; p != nullptr; ++n) {
+    try {
+      batch.append(p->line);
+    } catch (...) {  // out of memory: this line is lost, and counted
+      count_dropped(1);
+    }
+    delete std::exchange(p, p->next);
+  }
+  pending_lines_.fetch_sub(n, std::memory_order_relaxed);
+  return n;
 }
 
 void decision_log::reopen() noexcept {
@@ -99,22 +126,16 @@ void decision_log::reopen() noexcept {
 
 void decision_log::flush() noexcept {
   std::unique_lock lock(mutex_);
-  const auto target = enqueued_;
+  const auto target = enqueued_.load(std::memory_order_relaxed);
   if (written_ >= target) return;
   urgent_ = true;
   wake_.notify_one();
   drained_.wait(lock, [&] { return written_ >= target || stopping_; });
 }
 
-std::size_t decision_log::queue_depth() const noexcept {
-  std::lock_guard lock(mutex_);
-  return pending_lines_;
-}
+std::size_t decision_log::queue_depth() const noexcept { return pending_lines_.load(std::memory_order_relaxed); }
 
-std::uint64_t decision_log::dropped_total() const noexcept {
-  std::lock_guard lock(mutex_);
-  return dropped_total_;
-}
+std::uint64_t decision_log::dropped_total() const noexcept { return dropped_total_.load(std::memory_order_relaxed); }
 
 bool decision_log::write_all(const std::string& data) noexcept {
   // A disk that fills half-way through would leave a torn line that breaks every reader:
@@ -141,28 +162,27 @@ void decision_log::run() {
   bool lingering = false;  // the last look found lines: more are probably coming
   for (;;) {
     bool reopen = false;
-    std::uint64_t dropped = 0;
-    std::size_t handled = 0;
     {
       std::unique_lock lock(mutex_);
       if (lingering) {
         // Lines gather meanwhile; only a flush, reopen, shutdown or a filling queue cut it short.
         wake_.wait_for(lock, linger, [&] {
-          return stopping_ || reopen_requested_ || urgent_ || pending_lines_ > capacity_ / 4;
+          return stopping_ || reopen_requested_ || urgent_ || pending_lines_.load() > capacity_ / 4;
         });
       } else {
-        writer_idle_ = true;
-        wake_.wait(lock, [&] { return stopping_ || reopen_requested_ || pending_lines_ > 0; });
-        writer_idle_ = false;
+        writer_idle_.store(true, std::memory_order_seq_cst);
+        wake_.wait(lock, [&] {
+          return stopping_ || reopen_requested_ || newest_.load(std::memory_order_seq_cst) != nullptr;
+        });
+        writer_idle_.store(false, std::memory_order_relaxed);
       }
-      if (stopping_ && pending_lines_ == 0 && !reopen_requested_ && dropped_pending_ == 0) return;
-      batch.clear();
-      batch.swap(pending_);
-      handled = std::exchange(pending_lines_, 0);
+      if (stopping_ && newest_.load() == nullptr && !reopen_requested_ && dropped_pending_.load() == 0) return;
       urgent_ = false;
       reopen = std::exchange(reopen_requested_, false);
-      dropped = std::exchange(dropped_pending_, 0);
     }
+    batch.clear();
+    const std::uint64_t dropped = dropped_pending_.exchange(0, std::memory_order_relaxed);
+    const std::size_t handled = take_queued(batch);
     lingering = handled > 0;
     if (reopen && path_ != "-") {
       int fd = open_sink(path_);
@@ -177,13 +197,13 @@ void decision_log::run() {
     if (dropped > 0 || !batch.empty()) unwritable_.store(!ok, std::memory_order_relaxed);
     // A burst's buffer is not kept for good.
     if (batch.capacity() > (std::size_t{4} << 20)) std::string().swap(batch);
+    if (!ok) {
+      // Nothing of this batch is known to be on disk: report it with the next write.
+      dropped_pending_.fetch_add((dropped_ok ? 0 : dropped) + handled, std::memory_order_relaxed);
+      dropped_total_.fetch_add(handled, std::memory_order_relaxed);
+    }
     {
       std::lock_guard lock(mutex_);
-      if (!ok) {
-        // Nothing of this batch is known to be on disk: report it with the next write.
-        dropped_pending_ += (dropped_ok ? 0 : dropped) + handled;
-        dropped_total_ += handled;
-      }
       written_ += handled;
     }
     drained_.notify_all();
@@ -192,7 +212,7 @@ void decision_log::run() {
       lingering = false;
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
-      if (stopping_ && pending_lines_ == 0) return;
+      if (stopping_ && newest_.load() == nullptr) return;
     }
   }
 }

@@ -4,11 +4,13 @@
 // lines are counted, never silently lost: a `log_dropped` line reports them as soon as
 // the sink accepts again.
 //
-// The queue is one buffer that rendered lines are appended to; the writer swaps it for an empty
-// one and writes it with one write(). A writer that found lines waits `linger` before it
-// looks again, and nobody wakes it meanwhile (but a flush, a reopen, shutdown or a
-// quarter-full queue): under load the data path makes no system call for its lines, and
-// the writer one write per `linger`. An idle writer is woken by the first line.
+// The queue is a lock-free stack of rendered lines: every event loop pushes onto it with
+// one compare-and-swap, and the writer takes it whole, puts it back in order and writes
+// it with one write(). A writer that found lines waits `linger` before it looks again,
+// and nobody wakes it meanwhile (but a flush, a reopen, shutdown or a quarter-full
+// queue): under load the data path takes no lock and makes no system call for its lines,
+// and the writer one write per `linger`. Only the first line after the writer went idle
+// takes the writer's mutex, to wake it.
 #include "core/decision.hpp"
 
 #include <boost/system/result.hpp>
@@ -59,20 +61,31 @@ class decision_log final : public decision_sink {
   int fd_;
   const std::size_t capacity_;
 
+  struct queued {
+    queued* next;
+    std::string line;
+  };
+  // Takes every queued line, oldest first, into `batch`; returns how many.
+  std::size_t take_queued(std::string& batch);
+  void count_dropped(std::uint64_t lines) noexcept;
+
+  // The queue, and what the data path reads and adds to without a lock.
+  std::atomic<queued*> newest_{nullptr};
+  std::atomic<std::size_t> pending_lines_{0};
+  std::atomic<bool> writer_idle_{false};        // waiting without a deadline: the next line wakes it
+  std::atomic<std::uint64_t> dropped_pending_{0};  // not yet reported by a log_dropped line
+  std::atomic<std::uint64_t> dropped_total_{0};
+  std::atomic<std::uint64_t> enqueued_{0};
+  std::atomic<bool> unwritable_{false};
+
+  // The writer's sleep, and the rare requests that end it.
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable drained_;
-  std::string pending_;             // rendered lines not yet taken by the writer
-  std::size_t pending_lines_ = 0;
-  bool writer_idle_ = false;        // waiting without a deadline: the next line wakes it
-  bool urgent_ = false;             // a flush waits: no lingering
-  std::uint64_t dropped_pending_ = 0;  // not yet reported by a log_dropped line
-  std::uint64_t dropped_total_ = 0;
-  std::uint64_t enqueued_ = 0;
+  bool urgent_ = false;  // a flush waits: no lingering
   std::uint64_t written_ = 0;  // lines taken off the queue and handled
   bool reopen_requested_ = false;
   bool stopping_ = false;
-  std::atomic<bool> unwritable_{false};
   std::thread writer_;
 };
 

@@ -113,7 +113,8 @@ struct instance::parts {
   // Destroyed in reverse order. Coroutines cut short at shutdown are destroyed with the
   // loop, and each still logs its line then: everything they reach (the contexts, the
   // registry, the log) is declared before the loop. What owns sockets or timers on the
-  // loop is declared after it.
+  // loop is declared after it. The registry closes the sessions as it goes, after the
+  // loops: their totals include those lines.
   std::unique_ptr<decision_log> log;
   metrics stats;
   std::unique_ptr<policy::store> policies;
@@ -644,8 +645,8 @@ void instance::run() {
     loop->io.stop();  // connections still open there are cut: their lines are written
     if (loop->thread.joinable()) loop->thread.join();  // when the loop is destroyed
   }
-  // Every session closes with its totals, also when the loop was stopped hard.
-  parts_->sessions->close_all();
+  // Every session closes with its totals when the registry goes, after the loops: the
+  // lines of the connections cut then are counted in them.
 }
 
 void instance::request_stop() {

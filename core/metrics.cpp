@@ -66,31 +66,40 @@ void metrics::follower::follow(std::uint64_t total) {
 
 void metrics::count(const decision_record& r) {
   if (r.event == event_kind::session) return;
-  const auto event = to_string(r.event);
-  const auto verdict = policy::to_string(r.verdict);
-  const auto reason = policy::to_string(r.reason);
-  // Built in a buffer kept between calls: a decision costs no allocation once its label
-  // set has been seen.
+  // Built in a buffer kept between calls: a decision costs no allocation.
   thread_local std::string key;
   key.clear();
-  for (std::string_view part : {event, verdict, reason, std::string_view(r.proto), std::string_view(r.policy)}) {
+  for (std::string_view part : {to_string(r.event), policy::to_string(r.verdict), policy::to_string(r.reason),
+                                std::string_view(r.proto), std::string_view(r.policy)}) {
     key += part;
     key += '\0';
   }
-  auto it = decision_counters_.find(key);
-  if (it == decision_counters_.end()) {
-    auto& c = decisions_.Add({{"event", std::string(event)},
-                              {"verdict", std::string(verdict)},
-                              {"reason", std::string(reason)},
-                              {"proto", r.proto},
-                              {"policy", r.policy}});
-    it = decision_counters_.emplace(key, &c).first;
-  }
-  it->second->Increment();
+  auto& bucket = decision_counters_[std::hash<std::string_view>{}(key) % counter_buckets];
+  prom::Counter* counter = nullptr;
+  for (auto* n = bucket.load(std::memory_order_acquire); n != nullptr && counter == nullptr; n = n->next)
+    if (n->key == key) counter = n->counter;
+  if (counter == nullptr) counter = &add_decision_counter(bucket, key, r);
+  counter->Increment();
   // A connection's line carries its totals; its requests' lines (http) are parts of them.
   if (r.event != event_kind::connect) return;
   if (r.bytes_up) bytes_up_.Increment(static_cast<double>(*r.bytes_up));
   if (r.bytes_down) bytes_down_.Increment(static_cast<double>(*r.bytes_down));
+}
+
+prom::Counter& metrics::add_decision_counter(std::atomic<const counter_node*>& bucket, std::string_view key,
+                                             const decision_record& r) {
+  std::lock_guard lock(adding_);
+  const counter_node* head = bucket.load(std::memory_order_relaxed);
+  for (auto* n = head; n != nullptr; n = n->next)
+    if (n->key == key) return *n->counter;  // another loop added it meanwhile
+  auto& c = decisions_.Add({{"event", std::string(to_string(r.event))},
+                            {"verdict", std::string(policy::to_string(r.verdict))},
+                            {"reason", std::string(policy::to_string(r.reason))},
+                            {"proto", r.proto},
+                            {"policy", r.policy}});
+  nodes_.push_back(std::make_unique<const counter_node>(counter_node{std::string(key), &c, head}));
+  bucket.store(nodes_.back().get(), std::memory_order_release);
+  return c;
 }
 
 void metrics::observe_upstream(std::chrono::steady_clock::duration took, bool answered) {

@@ -2,7 +2,8 @@
 // The numbers behind `/metrics` (Prometheus text format, via prometheus-cpp's core
 // library; the HTTP side is our own admin listener on the daemon's event loop, so no
 // extra server threads). Fed from the decision stream and a few hooks; gauges are read
-// when scraped. Used on the event loop only.
+// when scraped. count() is called from every event loop at once and takes no lock for a
+// label set it has seen; the rest is used on the main loop.
 #include "core/decision.hpp"
 
 #include <prometheus/counter.h>
@@ -11,11 +12,15 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <vector>
 
 namespace airlock::core {
 
@@ -72,8 +77,20 @@ class metrics {
   };
   follower log_dropped_seen_;
   follower leaf_hits_, leaf_minted_, leaf_evicted_;
-  // Label sets seen so far: a decision costs one hash lookup and one increment.
-  std::unordered_map<std::string, prometheus::Counter*> decision_counters_;
+  // Label sets seen so far, as lists that only grow: a decision costs a hash, a walk of a
+  // short list and an atomic increment. A set not seen before is added under `adding_`
+  // (and prometheus-cpp's own family lock); there are at most a few hundred.
+  struct counter_node {
+    std::string key;
+    prometheus::Counter* counter;
+    const counter_node* next;
+  };
+  static constexpr std::size_t counter_buckets = 256;
+  prometheus::Counter& add_decision_counter(std::atomic<const counter_node*>& bucket, std::string_view key,
+                                            const decision_record& r);
+  std::array<std::atomic<const counter_node*>, counter_buckets> decision_counters_{};
+  std::mutex adding_;
+  std::vector<std::unique_ptr<const counter_node>> nodes_;  // what the lists point at
 };
 
 }  // namespace airlock::core

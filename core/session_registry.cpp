@@ -74,8 +74,28 @@ std::vector<std::string> error_texts(const std::vector<policy::config_error>& er
 
 }  // namespace
 
+void session_tally::add(const decision_record& r) noexcept {
+  constexpr auto relaxed = std::memory_order_relaxed;  // totals only: nothing else is ordered by them
+  if (r.event == event_kind::dns) dns_queries.fetch_add(1, relaxed);
+  if (r.event != event_kind::connect) return;
+  (r.verdict == policy::verdict::allow ? connections_allowed : connections_denied).fetch_add(1, relaxed);
+  if (r.bytes_up.value_or(0) != 0) bytes_up.fetch_add(*r.bytes_up, relaxed);
+  if (r.bytes_down.value_or(0) != 0) bytes_down.fetch_add(*r.bytes_down, relaxed);
+}
+
+session_totals session_tally::read() const noexcept {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  return {dns_queries.load(relaxed), connections_allowed.load(relaxed), connections_denied.load(relaxed),
+          bytes_up.load(relaxed), bytes_down.load(relaxed)};
+}
+
 session_registry::session_registry(policy::store& policies, decision_sink& log, metrics& m)
     : policies_(policies), log_(log), metrics_(m) {}
+
+session_registry::~session_registry() {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, e] : sessions_) emit_session(e, "close");
+}
 
 registry_result<std::shared_ptr<const policy::snapshot>> session_registry::compile_and_publish(
     const policy::config& base) {
@@ -138,6 +158,7 @@ registry_result<std::shared_ptr<const policy::snapshot>> session_registry::apply
     e.view = std::move(view);
     emit_session(e, "open");
   }
+  publish_index();
   return snap;
 }
 
@@ -196,6 +217,7 @@ registry_result<std::string> session_registry::add(const session_request& reques
     }
   }
   publish_runtime_table();
+  publish_index();
   emit_session(inserted, "open");
   return id;
 }
@@ -205,13 +227,16 @@ registry_result<session_totals> session_registry::remove(const std::string& id) 
   auto it = sessions_.find(id);
   if (it == sessions_.end() || !it->second.view.runtime)
     return refuse(404, "no session '" + id + "' registered at run time");
-  const session_totals totals = it->second.view.totals;
   const bool derived = !it->second.extra_allow.empty();
-  const std::string netns = it->second.view.netns;
-  emit_session(it->second, "close");
+  const entry gone = std::move(it->second);
   sessions_.erase(it);
-  if (on_removed) on_removed(id, netns);
+  // No new connection is its from here on, and no line counts towards it; a line being
+  // emitted on another loop this very moment may miss the close line's totals.
   publish_runtime_table();
+  publish_index();
+  const session_totals totals = gone.tally->read();
+  emit_session(gone, "close");
+  if (on_removed) on_removed(id, gone.view.netns);
   // Drop the derived policy too; if that fails (it cannot: the same file compiled
   // before), the stale policy is unreachable and harmless.
   if (derived) (void)compile_and_publish(base_);
@@ -231,33 +256,40 @@ registry_result<void> session_registry::set_context(const std::string& id, const
     else l->second = v;
   }
   if (it->second.view.runtime) publish_runtime_table();
+  publish_index();
   return {};
 }
 
 std::vector<session_view> session_registry::list() const {
   std::lock_guard lock(mutex_);
   std::vector<session_view> out;
-  for (const auto& [id, e] : sessions_) out.push_back(e.view);
+  for (const auto& [id, e] : sessions_) out.push_back(view_of(e));
   return out;
 }
 
 std::optional<session_view> session_registry::find(const std::string& id) const {
   std::lock_guard lock(mutex_);
-  if (auto it = sessions_.find(id); it != sessions_.end()) return it->second.view;
+  if (auto it = sessions_.find(id); it != sessions_.end()) return view_of(it->second);
   return std::nullopt;
 }
 
 std::string session_registry::netns_of(std::string_view id) const {
-  std::lock_guard lock(mutex_);
-  auto it = sessions_.find(id);
-  return it == sessions_.end() ? std::string() : it->second.view.netns;
+  const auto index = index_.load(std::memory_order_acquire);
+  auto it = index->find(id);
+  return it == index->end() ? std::string() : it->second.netns;
 }
 
-void session_registry::close_all() {
-  std::lock_guard lock(mutex_);
-  for (const auto& [id, e] : sessions_) emit_session(e, "close");
-  sessions_.clear();
-  publish_runtime_table();
+session_view session_registry::view_of(const entry& e) const {
+  session_view v = e.view;
+  v.totals = e.tally->read();
+  return v;
+}
+
+void session_registry::publish_index() {
+  auto next = std::make_shared<stamp_index>();
+  for (const auto& [id, e] : sessions_)
+    next->emplace(id, stamp{e.tally, e.view.labels, e.view.tool_call, e.view.netns});
+  index_.store(std::move(next), std::memory_order_release);
 }
 
 void session_registry::publish_runtime_table() {
@@ -287,7 +319,7 @@ void session_registry::emit_session(const entry& e, std::string_view action) {
     r.mode = p->mode() == policy::policy_mode::audit ? "audit" : "enforce";
   r.sources = e.view.sources;
   if (action == "close") {
-    const auto& t = e.view.totals;
+    const auto t = e.tally->read();
     r.dns_queries = t.dns_queries;
     r.connections_allowed = t.connections_allowed;
     r.connections_denied = t.connections_denied;
@@ -300,35 +332,24 @@ void session_registry::emit_session(const entry& e, std::string_view action) {
 }
 
 void session_registry::emit(const decision_record& r) noexcept {
-  // The line is stamped under the lock and written after it: the log's own queue is the
-  // only other lock a line takes.
-  std::optional<decision_record> stamped;
-  {
-    std::lock_guard lock(mutex_);
-    try {
-      metrics_.count(r);
-    } catch (...) {  // a metric that cannot be counted must not cost the line
-    }
-    if (auto it = sessions_.find(r.session); it != sessions_.end()) {
-      auto& v = it->second.view;
-      if (r.event == event_kind::dns) ++v.totals.dns_queries;
-      if (r.event == event_kind::connect) {
-        ++(r.verdict == policy::verdict::allow ? v.totals.connections_allowed : v.totals.connections_denied);
-        v.totals.bytes_up += r.bytes_up.value_or(0);
-        v.totals.bytes_down += r.bytes_down.value_or(0);
-      }
-      if (!v.labels.empty() || !v.tool_call.empty()) {
-        try {
-          stamped.emplace(r);
-          stamped->labels = v.labels;
-          stamped->tool_call = v.tool_call;
-        } catch (...) {  // out of memory copying: the line without labels beats no line
-          stamped.reset();
-        }
-      }
-    }
+  try {
+    metrics_.count(r);
+  } catch (...) {  // a metric that cannot be counted must not cost the line
   }
-  log_.emit(stamped ? *stamped : r);
+  const auto index = index_.load(std::memory_order_acquire);
+  const auto it = index->find(r.session);
+  if (it == index->end()) return log_.emit(r);
+  const stamp& s = it->second;
+  s.tally->add(r);
+  if (s.labels.empty() && s.tool_call.empty()) return log_.emit(r);
+  try {
+    decision_record stamped = r;
+    stamped.labels = s.labels;
+    stamped.tool_call = s.tool_call;
+    log_.emit(stamped);
+  } catch (...) {  // out of memory copying: the line without labels beats no line
+    log_.emit(r);
+  }
 }
 
 }  // namespace airlock::core

@@ -8,15 +8,19 @@
 // Runtime sessions with extra allowances get a policy of their own, derived from the
 // named one; the snapshot is recompiled with it and published whole, as on a reload.
 // Safe from any thread: every event loop's connections emit through it, and the control
-// API changes it from the main loop; one mutex, held for a map lookup per line.
+// API changes it from the main loop. Changes take a mutex and publish what a line needs
+// (each session's labels, tool call, netns and counters) as one immutable index; emit()
+// reads that index and adds to atomic counters, so a decision takes no lock here.
 #include "core/decision.hpp"
 #include "core/metrics.hpp"
 #include "core/session_api.hpp"
 #include "policy/config.hpp"
 #include "policy/store.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -45,9 +49,24 @@ struct session_view {
   session_totals totals;
 };
 
+// A session's totals, added to by every loop at once.
+struct session_tally {
+  std::atomic<std::uint64_t> dns_queries{0};
+  std::atomic<std::uint64_t> connections_allowed{0};
+  std::atomic<std::uint64_t> connections_denied{0};
+  std::atomic<std::uint64_t> bytes_up{0};
+  std::atomic<std::uint64_t> bytes_down{0};
+
+  void add(const decision_record& r) noexcept;
+  session_totals read() const noexcept;
+};
+
 class session_registry final : public decision_sink {
  public:
   session_registry(policy::store& policies, decision_sink& log, metrics& m);
+  // Closes the sessions still open, with their totals. The daemon destroys the registry
+  // after its event loops, so the lines of connections cut at shutdown are counted.
+  ~session_registry() override;
 
   // Installs the configuration (at start and on reload): recompiles with the runtime
   // sessions' derived policies, publishes, and opens/closes configured sessions that
@@ -62,9 +81,6 @@ class session_registry final : public decision_sink {
   // The sandbox netns of a runtime session ("" when unknown), for process attribution.
   std::string netns_of(std::string_view id) const;
 
-  // Closes every session with its totals (shutdown).
-  void close_all();
-
   void emit(const decision_record& r) noexcept override;
   bool recording() const noexcept override { return log_.recording(); }
 
@@ -75,14 +91,26 @@ class session_registry final : public decision_sink {
 
  private:
   struct entry {
-    session_view view;
+    session_view view;  // its totals are in `tally`
+    std::shared_ptr<session_tally> tally = std::make_shared<session_tally>();
     std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
     std::vector<policy::rule_config> extra_allow;  // runtime sessions with --allow
     std::string base_policy;                        // the policy extra_allow extends
   };
 
   registry_result<std::shared_ptr<const policy::snapshot>> compile_and_publish(const policy::config& base);
+  // What a line needs of its session, read without the mutex.
+  struct stamp {
+    std::shared_ptr<session_tally> tally;
+    label_list labels;
+    std::string tool_call;
+    std::string netns;
+  };
+  using stamp_index = std::map<std::string, stamp, std::less<>>;
+
   void publish_runtime_table();
+  void publish_index();  // after every change to sessions_, under the mutex
+  session_view view_of(const entry& e) const;
   void emit_session(const entry& e, std::string_view action);
 
   policy::store& policies_;
@@ -91,6 +119,7 @@ class session_registry final : public decision_sink {
   mutable std::mutex mutex_;  // guards base_ and sessions_
   policy::config base_;
   std::map<std::string, entry, std::less<>> sessions_;  // ordered: stable listings
+  std::atomic<std::shared_ptr<const stamp_index>> index_{std::make_shared<const stamp_index>()};
 };
 
 }  // namespace airlock::core

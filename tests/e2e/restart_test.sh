@@ -147,5 +147,14 @@ PY
 expect "  every tunnel was cut (the client saw $(cat "$W/held-ended") end)" test "$(cat "$W/held-ended")" -eq "$TUNNELS"
 expect "  every tunnel it cut has its line" lines_for client "$SBX_IP:" "$W/held-ports"
 expect "  every query answered has its line" lines_for name "" "$W/answered"
+closed_with() {  # the session's close line, written last, counts at least the tunnels it cut
+  python3 - "$W/decisions.jsonl" "$TUNNELS" <<'PY'
+import json, sys
+closes = [l for l in map(json.loads, open(sys.argv[1], encoding="utf-8")) if l.get("action") == "close"]
+print(closes[-1:] or "no close line")
+sys.exit(0 if closes and closes[-1]["connections_allowed"] >= int(sys.argv[2]) else 1)
+PY
+}
+expect "  and the session's close line counts them" closed_with
 expect "  (queries were answered up to the signal: $(wc -l <"$W/answered") of them)" test "$(wc -l <"$W/answered")" -ge 20
 check_summary

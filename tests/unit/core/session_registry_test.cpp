@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+
 using namespace airlock;
 
 namespace {
@@ -111,6 +114,87 @@ TEST_CASE("a runtime session with extra allowances gets its own policy, and lose
   CHECK(close.connections_allowed == 1);
   CHECK_FALSE(f.decide("198.18.0.2", "example.com", 8443).allowed());
   CHECK_FALSE(f.store->current()->find_policy("session:sbx-1"));
+}
+
+TEST_CASE("lines from several loops at once are all counted and stamped") {
+  // The data path emits from every event loop; the registry takes no lock for it.
+  struct counting final : core::decision_sink {
+    std::atomic<int> lines{0}, labelled{0};
+    void emit(const core::decision_record& r) noexcept override {
+      ++lines;
+      if (r.labels == core::label_list{{"repo", "acme/web"}} && r.tool_call == "call-1") ++labelled;
+    }
+  } log;
+  core::metrics stats;
+  policy::store store(*policy::snapshot::compile(policy::config{}));
+  core::session_registry registry(store, log, stats);
+  auto cfg = policy::load_config_text(config_text, "airlock.yaml");
+  REQUIRE(registry.apply(*cfg).has_value());
+  auto r = request("sbx-1", {"198.18.0.2/32"});
+  r.labels = {{"repo", "acme/web"}};
+  r.netns = "/run/netns/sbx-1";
+  REQUIRE(registry.add(r).has_value());
+  REQUIRE(registry.set_context("sbx-1", "call-1", {}).has_value());
+  CHECK(registry.netns_of("sbx-1") == "/run/netns/sbx-1");
+  CHECK(registry.netns_of("nobody").empty());
+  const int before = log.lines;
+
+  constexpr int threads = 4, each = 5000;
+  std::vector<std::thread> loops;
+  for (int t = 0; t < threads; ++t)
+    loops.emplace_back([&registry, t] {
+      core::decision_record d;
+      d.session = "sbx-1";
+      d.policy = "npm";
+      for (int i = 0; i < each; ++i) {
+        d.event = i % 2 ? core::event_kind::dns : core::event_kind::connect;
+        d.proto = d.event == core::event_kind::dns ? "dns" : "tls";
+        d.verdict = (i + t) % 4 == 0 ? policy::verdict::deny : policy::verdict::allow;
+        d.bytes_up = 3;
+        d.bytes_down = 2;
+        registry.emit(d);
+      }
+    });
+  for (auto& l : loops) l.join();
+  CHECK(log.lines - before == threads * each);
+  CHECK(log.labelled == threads * each);
+  const auto view = registry.find("sbx-1");
+  REQUIRE(view.has_value());
+  const auto& t = view->totals;
+  CHECK(t.dns_queries == threads * each / 2);
+  CHECK(t.connections_allowed + t.connections_denied == threads * each / 2);
+  CHECK(t.bytes_up == 3u * threads * each / 2);
+  CHECK(t.bytes_down == 2u * threads * each / 2);
+  // The metrics saw every line too, each label set once.
+  const auto text = stats.render({});
+  std::uint64_t counted = 0;
+  for (std::size_t at = 0; (at = text.find("airlock_decisions_total{", at)) != std::string::npos; ++at) {
+    const auto end = text.find('\n', at);
+    counted += std::stoull(text.substr(text.rfind(' ', end) + 1, end - text.rfind(' ', end) - 1));
+  }
+  CHECK(counted == threads * each);
+}
+
+TEST_CASE("sessions still open close with their totals when the registry goes") {
+  collect log;
+  core::metrics stats;
+  policy::store store(*policy::snapshot::compile(policy::config{}));
+  {
+    core::session_registry registry(store, log, stats);
+    auto cfg = policy::load_config_text(config_text, "airlock.yaml");
+    REQUIRE(registry.apply(*cfg).has_value());
+    core::decision_record d;
+    d.event = core::event_kind::connect;
+    d.session = "lab";
+    d.verdict = policy::verdict::allow;
+    registry.emit(d);  // as a connection cut at shutdown, after its loop stopped
+  }
+  REQUIRE_FALSE(log.lines.empty());
+  const auto& close = log.lines.back();
+  CHECK(close.event == core::event_kind::session);
+  CHECK(close.action == "close");
+  CHECK(close.session == "lab");
+  CHECK(close.connections_allowed == 1);
 }
 
 TEST_CASE("registration refuses what would be ambiguous or wrong, and says why") {

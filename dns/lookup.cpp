@@ -1,7 +1,9 @@
 #include "dns/lookup.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 
 namespace airlock::dns {
 
@@ -67,13 +69,20 @@ bool collect(const wire::message& answer, std::vector<boost::asio::ip::address>&
     if (auto a = address_of(rr)) found.push_back(*a);
   return !found.empty();
 }
+// The same, with the TTL. Asking stops at the first answer that has addresses, so they all
+// come from that one answer: its records' smallest TTL is theirs.
+bool collect(const wire::message& answer, found_addresses& found) {
+  if (!collect(answer, found.addresses)) return false;
+  found.ttl = std::numeric_limits<std::uint32_t>::max();
+  for (const auto& rr : answer.answers) found.ttl = std::min(found.ttl, rr.ttl);
+  return true;
+}
 
 }  // namespace
 
-std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cache& cache,
-                                                                      const policy::domain_name& name,
-                                                                      ask_first first) {
-  std::vector<boost::asio::ip::address> found;
+std::optional<found_addresses> cached_addresses(answer_cache& cache, const policy::domain_name& name,
+                                                ask_first first) {
+  found_addresses found;
   for (auto qtype : address_types(first)) {
     auto hit = find_cached(cache, name, qtype);
     if (!hit) return std::nullopt;
@@ -91,7 +100,7 @@ std::vector<boost::asio::ip::address> cached_addresses_of(answer_cache& cache, c
 
 boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name,
                                                       ask_first first) {
-  std::vector<boost::asio::ip::address> found;
+  found_addresses found;
   for (auto qtype : address_types(first)) {
     auto answer = co_await resolve(r, cache, name, qtype);
     if (!answer.has_value()) co_return answer.error();

@@ -30,7 +30,13 @@ boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(r
                                                                                const policy::domain_name& name,
                                                                                std::uint16_t qtype);
 
-using address_list = boost::system::result<std::vector<boost::asio::ip::address>, resolve_error>;
+// A name's addresses, and for how many seconds they hold: the smallest TTL among the
+// answer's records (a CNAME chain's included), as aged in the cache.
+struct found_addresses {
+  std::vector<boost::asio::ip::address> addresses;
+  std::uint32_t ttl = 0;
+};
+using address_list = boost::system::result<found_addresses, resolve_error>;
 
 // Which address records are asked first; the other kind only when the first has none. The
 // proxy asks for the family the client itself used: a client that reached a dual-stack
@@ -39,7 +45,7 @@ enum class ask_first { a, aaaa };
 
 // What lookup_addresses would return, when the cache alone can say it (without suspending:
 // any thread may ask); nullopt when an upstream question would be needed.
-std::optional<std::vector<boost::asio::ip::address>> cached_addresses(answer_cache& cache,
+std::optional<found_addresses> cached_addresses(answer_cache& cache,
                                                                       const policy::domain_name& name,
                                                                       ask_first first = ask_first::a);
 

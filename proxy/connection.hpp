@@ -4,6 +4,7 @@
 #include "attribution/finder.hpp"
 #include "core/decision.hpp"
 #include "core/overload.hpp"
+#include "dns/address_memo.hpp"
 #include "dns/answer_cache.hpp"
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
@@ -83,6 +84,9 @@ struct proxy_context {
   std::optional<boost::asio::any_io_executor> dns_loop{};
   // Memory pressure (core/overload.hpp), shared; null when not watched.
   const core::overload_state* overload = nullptr;
+  // What own resolution found lately, for this loop only: each loop has its own copy of
+  // the context, made before it starts.
+  dns::address_memo memo{};
 };
 
 // The peek and idle limits a new connection gets: a quarter of the configured ones (at

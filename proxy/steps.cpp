@@ -142,24 +142,31 @@ asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ct
                                                                const policy::domain_name& name, std::uint16_t port,
                                                                core::decision_record& rec, dns::ask_first first) {
   std::vector<asio::ip::address> targets;
-  // The resolver lives on the DNS loop; a connection on another loop reads the shared cache
-  // itself, and only for a name it does not hold asks there and is resumed here. A name the
-  // sandbox just looked up is never asked upstream again.
-  dns::address_list resolved{std::vector<asio::ip::address>{}};
-  if (auto cached = ctx.dns_loop ? dns::cached_addresses(ctx.cache, name, first) : std::nullopt) {
-    resolved = std::move(*cached);
-  } else {
-    // (Two statements, not a ?: of two co_awaits: GCC 12 destroys such a result twice.)
-    auto lookup = dns::lookup_addresses(ctx.resolver, ctx.cache, name, first);
-    if (ctx.dns_loop) lookup = asio::co_spawn(*ctx.dns_loop, std::move(lookup), asio::use_awaitable);
-    resolved = co_await std::move(lookup);
+  // What this loop found for the name lately, first (dns/address_memo.hpp). Else the
+  // resolver, which lives on the DNS loop: a connection on another loop reads the shared
+  // cache itself, and only for a name it does not hold asks there and is resumed here. A
+  // name the sandbox just looked up is never asked upstream again.
+  const auto now = dns::address_memo::clock::now();
+  dns::address_list resolved{dns::found_addresses{}};
+  const std::vector<asio::ip::address>* addresses = ctx.memo.find(name.str(), first, now);
+  if (addresses == nullptr) {
+    if (auto cached = ctx.dns_loop ? dns::cached_addresses(ctx.cache, name, first) : std::nullopt) {
+      resolved = std::move(*cached);
+    } else {
+      // (Two statements, not a ?: of two co_awaits: GCC 12 destroys such a result twice.)
+      auto lookup = dns::lookup_addresses(ctx.resolver, ctx.cache, name, first);
+      if (ctx.dns_loop) lookup = asio::co_spawn(*ctx.dns_loop, std::move(lookup), asio::use_awaitable);
+      resolved = co_await std::move(lookup);
+    }
+    if (!resolved.has_value() || resolved->addresses.empty()) {
+      rec.reason = reason::resolve_failed;
+      if (!resolved.has_value()) rec.notes.push_back("upstream_" + std::string(dns::to_string(resolved.error())));
+      co_return targets;
+    }
+    ctx.memo.keep(name.str(), first, *resolved, now);
+    addresses = &resolved->addresses;
   }
-  if (!resolved.has_value() || resolved->empty()) {
-    rec.reason = reason::resolve_failed;
-    if (!resolved.has_value()) rec.notes.push_back("upstream_" + std::string(dns::to_string(resolved.error())));
-    co_return targets;
-  }
-  std::copy_if(resolved->begin(), resolved->end(), std::back_inserter(targets),
+  std::copy_if(addresses->begin(), addresses->end(), std::back_inserter(targets),
                [&](const asio::ip::address& a) { return permitted(p, a, port); });
   if (targets.empty()) {
     // Never softened by audit mode: watching a workload must not open the metadata

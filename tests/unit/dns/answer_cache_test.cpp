@@ -117,16 +117,19 @@ TEST_CASE("shared across threads: the DNS loop stores while another loop reads")
 
 // ---- dns/lookup.hpp: what another event loop may take from the cache without a hop ----
 
+#include "dns/address_memo.hpp"
 #include "dns/lookup.hpp"
 
 namespace {
 
 // The one address found, as text: "" when none, "many" when more than one, "-" when the
 // cache alone cannot say.
-std::string only(const std::optional<std::vector<boost::asio::ip::address>>& found) {
-  if (!found) return "-";
-  if (found->size() > 1) return "many";
-  return found->empty() ? "" : found->front().to_string();
+std::string only(const std::vector<boost::asio::ip::address>& found) {
+  if (found.size() > 1) return "many";
+  return found.empty() ? "" : found.front().to_string();
+}
+std::string only(const std::optional<airlock::dns::found_addresses>& found) {
+  return found ? only(found->addresses) : "-";
 }
 
 }  // namespace
@@ -292,4 +295,49 @@ TEST_CASE("shrink drops the least recently used answers down to what it keeps") 
   CHECK_FALSE(c.find("b.test", wire::type::a, t0));
   CHECK_FALSE(c.find("c.test", wire::type::a, t0));
   CHECK(c.shrink(5) == 0);
+}
+
+TEST_CASE("cached_addresses: the TTL is the smallest of the answer's records, as aged in the cache") {
+  using airlock::dns::cached_addresses;
+  answer_cache c;
+  const auto name = *airlock::policy::domain_name::parse("example.com");
+  c.store("example.com", wire::type::a, answer(0, {a_record(300), a_record(90)}), answer_cache::clock::now() - 30s);
+  const auto found = cached_addresses(c, name);
+  REQUIRE(found);
+  CHECK(found->addresses.size() == 2);
+  CHECK(found->ttl >= 59);
+  CHECK(found->ttl <= 60);
+}
+
+TEST_CASE("address_memo: a loop's own note of what a name resolved to, for its TTL and at most a minute") {
+  using airlock::dns::address_memo;
+  using airlock::dns::ask_first;
+  using airlock::dns::found_addresses;
+  address_memo memo;
+  const auto v4 = boost::asio::ip::make_address("203.0.113.10");
+  const auto v6 = boost::asio::ip::make_address("2001:db8::1");
+  CHECK(memo.find("example.com", ask_first::a, t0) == nullptr);
+
+  memo.keep("example.com", ask_first::a, found_addresses{{v4}, 30}, t0);
+  memo.keep("example.com", ask_first::aaaa, found_addresses{{v6}, 3600}, t0);
+  REQUIRE(memo.find("example.com", ask_first::a, t0 + 29s) != nullptr);
+  CHECK(only(*memo.find("example.com", ask_first::a, t0 + 29s)) == "203.0.113.10");
+  CHECK(only(*memo.find("example.com", ask_first::aaaa, t0)) == "2001:db8::1");  // each order its own
+  CHECK(memo.find("example.com", ask_first::a, t0 + 30s) == nullptr);            // the TTL is over
+  CHECK(memo.find("example.com", ask_first::aaaa, t0 + 59s) != nullptr);
+  CHECK(memo.find("example.com", ask_first::aaaa, t0 + 60s) == nullptr);  // never past a minute
+  CHECK(memo.find("example.co", ask_first::a, t0) == nullptr);
+
+  // Nothing to keep: no address, or a TTL of 0 (the answer must not outlive its use).
+  memo.keep("none.example", ask_first::a, found_addresses{{}, 300}, t0);
+  memo.keep("zero.example", ask_first::a, found_addresses{{v4}, 0}, t0);
+  CHECK(memo.find("none.example", ask_first::a, t0) == nullptr);
+  CHECK(memo.find("zero.example", ask_first::a, t0) == nullptr);
+
+  // Bounded: full, it forgets everything and starts again.
+  for (std::size_t i = 0; i < address_memo::max_names + 1; ++i)
+    memo.keep("n" + std::to_string(i) + ".example", ask_first::a, found_addresses{{v4}, 300}, t0);
+  CHECK(memo.size() <= address_memo::max_names);
+  CHECK(memo.find("n0.example", ask_first::a, t0) == nullptr);
+  CHECK(memo.find("n" + std::to_string(address_memo::max_names) + ".example", ask_first::a, t0) != nullptr);
 }

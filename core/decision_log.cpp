@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -43,8 +44,21 @@ decision_log::~decision_log() {
   wake_.notify_one();
   writer_.join();
   // What a loop still queued after the writer's last look (none do: they stop first).
-  for (auto* q = newest_.exchange(nullptr); q != nullptr;) delete std::exchange(q, q->next);
+  for (auto* q = newest_.exchange(nullptr); q != nullptr;) queued::destroy(std::exchange(q, q->next));
   if (fd_ >= 0) ::close(fd_);
+}
+
+decision_log::queued* decision_log::queued::make(std::string_view line) noexcept {
+  void* block = ::operator new(sizeof(queued) + line.size(), std::nothrow);
+  if (block == nullptr) return nullptr;
+  auto* q = ::new (block) queued{nullptr, line.size()};
+  std::memcpy(q + 1, line.data(), line.size());
+  return q;
+}
+
+void decision_log::queued::destroy(queued* q) noexcept {
+  q->~queued();
+  ::operator delete(q);
 }
 
 void decision_log::count_dropped(std::uint64_t lines) noexcept {
@@ -77,10 +91,8 @@ void decision_log::add(std::string_view line) noexcept {
     unwritable_.store(true, std::memory_order_relaxed);
     return;
   }
-  queued* q = nullptr;
-  try {
-    q = new queued{nullptr, std::string(line)};
-  } catch (...) {
+  queued* q = queued::make(line);
+  if (q == nullptr) {  // out of memory: lost, and counted
     pending_lines_.fetch_sub(1, std::memory_order_relaxed);
     count_dropped(1);
     return;
@@ -106,11 +118,11 @@ std::size_t decision_log::take_queued(std::string& batch) {
   std::size_t n = 0;
   for (auto* p = oldest_first; p != nullptr; ++n) {
     try {
-      batch.append(p->line);
+      batch.append(p->line());
     } catch (...) {  // out of memory: this line is lost, and counted
       count_dropped(1);
     }
-    delete std::exchange(p, p->next);
+    queued::destroy(std::exchange(p, p->next));
   }
   pending_lines_.fetch_sub(n, std::memory_order_relaxed);
   return n;

@@ -61,9 +61,13 @@ class decision_log final : public decision_sink {
   int fd_;
   const std::size_t capacity_;
 
+  // A line in the queue: this header, then its bytes, in one allocation.
   struct queued {
     queued* next;
-    std::string line;
+    std::size_t size;
+    static queued* make(std::string_view line) noexcept;  // null when out of memory
+    static void destroy(queued* q) noexcept;
+    std::string_view line() const noexcept { return {reinterpret_cast<const char*>(this + 1), size}; }
   };
   // Takes every queued line, oldest first, into `batch`; returns how many.
   std::size_t take_queued(std::string& batch);

@@ -88,11 +88,18 @@ unsigned usable_cpus() {
 // sockets (SO_REUSEPORT on the main loop's ports, so the kernel spreads connections over the
 // loops). Policy, sessions, name table, limits, grants and the log are shared, each safe
 // across threads; own resolution hops to the main loop, whose resolver and cache DNS uses.
+// Every loop runs on one thread, and every socket, acceptor and timer of a loop is used
+// only on that thread (other threads post to it: own resolution's answer, the process
+// finder's results, shutdown), so Asio need not lock each socket's state for each of its
+// operations (BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO: one_thread_ as with a hint of 1, the
+// scheduler's queue and the reactor's registrations still locked, for those posts).
+constexpr int one_thread_per_loop = BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO;
+
 struct proxy_loop {
   std::unique_ptr<proxy::proxy_context> ctx;
   // Coroutines cut short at shutdown are destroyed with the loop and still log through
   // ctx: the loop goes before it, and what owns sockets on the loop goes before the loop.
-  asio::io_context io{1};
+  asio::io_context io{one_thread_per_loop};
   std::list<tcp::acceptor> proxy_acceptors;
   std::list<tcp::acceptor> tproxy_acceptors;
   std::list<tcp::acceptor> explicit_acceptors;
@@ -124,7 +131,7 @@ struct instance::parts {
   overload_state overload;  // memory pressure: read by every loop, set by watch_memory
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
-  asio::io_context io{1};
+  asio::io_context io{one_thread_per_loop};
   // The other loops (threads: in the config). The finder posts to them too: it goes first.
   std::vector<std::unique_ptr<proxy_loop>> loops;
   // Posts its results to the loop: goes before it.

@@ -4,7 +4,9 @@
 #include "policy/snapshot.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <random>
+#include <thread>
 
 namespace airlock::core {
 namespace {
@@ -138,14 +140,16 @@ registry_result<std::shared_ptr<const policy::snapshot>> session_registry::apply
     v.policy = *base_.default_policy;
     v.sources = {"0.0.0.0/0", "::/0"};
   }
+  std::vector<entry> gone;
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     if (it->second.view.runtime || configured.contains(it->first)) {
       ++it;
       continue;
     }
-    emit_session(it->second, "close");
+    gone.push_back(std::move(it->second));
     it = sessions_.erase(it);
   }
+  std::vector<const entry*> opened;
   for (auto& [id, view] : configured) {
     if (auto it = sessions_.find(id); it != sessions_.end()) {
       if (!it->second.view.runtime) {
@@ -156,9 +160,11 @@ registry_result<std::shared_ptr<const policy::snapshot>> session_registry::apply
     }
     auto& e = sessions_[id];
     e.view = std::move(view);
-    emit_session(e, "open");
+    opened.push_back(&e);
   }
   publish_index();
+  for (const auto& e : gone) close_removed(e);
+  for (const auto* e : opened) emit_session(*e, "open");
   return snap;
 }
 
@@ -230,12 +236,10 @@ registry_result<session_totals> session_registry::remove(const std::string& id) 
   const bool derived = !it->second.extra_allow.empty();
   const entry gone = std::move(it->second);
   sessions_.erase(it);
-  // No new connection is its from here on, and no line counts towards it; a line being
-  // emitted on another loop this very moment may miss the close line's totals.
+  // No new connection is its from here on, and no line counts towards it.
   publish_runtime_table();
   publish_index();
-  const session_totals totals = gone.tally->read();
-  emit_session(gone, "close");
+  const session_totals totals = close_removed(gone);
   if (on_removed) on_removed(id, gone.view.netns);
   // Drop the derived policy too; if that fails (it cannot: the same file compiled
   // before), the stale policy is unreachable and harmless.
@@ -277,6 +281,16 @@ std::string session_registry::netns_of(std::string_view id) const {
   const auto index = index_.load(std::memory_order_acquire);
   auto it = index->find(id);
   return it == index->end() ? std::string() : it->second.netns;
+}
+
+session_totals session_registry::close_removed(const entry& e) {
+  // A line being emitted on another loop this very moment may hold an index from before
+  // the session left it, and with it these counters: wait for every such index to be let
+  // go (one line's emit; bounded all the same), so the close line has every line's share.
+  for (int i = 0; e.tally.use_count() > 1 && i < 100000; ++i) std::this_thread::yield();
+  std::atomic_thread_fence(std::memory_order_acquire);  // pairs with the release of their references
+  emit_session(e, "close");
+  return e.tally->read();
 }
 
 session_view session_registry::view_of(const entry& e) const {

@@ -110,6 +110,8 @@ class session_registry final : public decision_sink {
 
   void publish_runtime_table();
   void publish_index();  // after every change to sessions_, under the mutex
+  // Writes the close line of a session already out of the index; its totals.
+  session_totals close_removed(const entry& e);
   session_view view_of(const entry& e) const;
   void emit_session(const entry& e, std::string_view action);
 

@@ -175,6 +175,42 @@ TEST_CASE("lines from several loops at once are all counted and stamped") {
   CHECK(counted == threads * each);
 }
 
+TEST_CASE("a session removed while loops emit its lines: its totals count every line stamped as its") {
+  struct counting final : core::decision_sink {
+    std::atomic<std::uint64_t> labelled{0};
+    void emit(const core::decision_record& r) noexcept override {
+      if (r.event == core::event_kind::connect && !r.labels.empty()) ++labelled;
+    }
+  } log;
+  core::metrics stats;
+  policy::store store(*policy::snapshot::compile(policy::config{}));
+  core::session_registry registry(store, log, stats);
+  auto cfg = policy::load_config_text(config_text, "airlock.yaml");
+  REQUIRE(registry.apply(*cfg).has_value());
+  auto r = request("sbx-1", {"198.18.0.2/32"});
+  r.labels = {{"repo", "acme/web"}};
+  REQUIRE(registry.add(r).has_value());
+
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> loops;
+  for (int t = 0; t < 3; ++t)
+    loops.emplace_back([&] {
+      core::decision_record d;
+      d.event = core::event_kind::connect;
+      d.session = "sbx-1";
+      d.verdict = policy::verdict::allow;
+      while (!stop.load()) registry.emit(d);
+    });
+  while (log.labelled.load() < 10000) std::this_thread::yield();
+  const auto totals = registry.remove("sbx-1");
+  stop = true;
+  for (auto& l : loops) l.join();
+  REQUIRE(totals.has_value());
+  // A line stamped with the session's labels was counted in its totals, and the close line
+  // was written after the last such line: nothing stamped is missing from it.
+  CHECK(totals->connections_allowed == log.labelled.load());
+}
+
 TEST_CASE("sessions still open close with their totals when the registry goes") {
   collect log;
   core::metrics stats;

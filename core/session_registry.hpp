@@ -10,7 +10,9 @@
 // Safe from any thread: every event loop's connections emit through it, and the control
 // API changes it from the main loop. Changes take a mutex and publish what a line needs
 // (each session's labels, tool call, netns and counters) as one immutable index; emit()
-// reads that index and adds to atomic counters, so a decision takes no lock here.
+// reads that index and adds to atomic counters, so a decision takes no lock here. A
+// session leaves the index before its close line is written, which waits for the lines
+// still being emitted with an older index: the close line counts every line stamped as its.
 #include "core/decision.hpp"
 #include "core/metrics.hpp"
 #include "core/session_api.hpp"

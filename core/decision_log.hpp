@@ -9,8 +9,8 @@
 // it with one write(). A writer that found lines waits `linger` before it looks again,
 // and nobody wakes it meanwhile (but a flush, a reopen, shutdown or a quarter-full
 // queue): under load the data path takes no lock and makes no system call for its lines,
-// and the writer one write per `linger`. Only the first line after the writer went idle
-// takes the writer's mutex, to wake it.
+// and the writer one write per `linger`. Only a line that must wake the writer (the first
+// after it went idle, or the one that fills a quarter of the queue) takes its mutex.
 #include "core/decision.hpp"
 
 #include <boost/system/result.hpp>

@@ -116,28 +116,50 @@ TEST_CASE("a runtime session with extra allowances gets its own policy, and lose
   CHECK_FALSE(f.store->current()->find_policy("session:sbx-1"));
 }
 
+namespace {
+
+// A sink every thread may emit to: counts what it is given.
+struct counting final : core::decision_sink {
+  std::atomic<std::uint64_t> lines{0};
+  std::atomic<std::uint64_t> labelled{0};  // decisions stamped with sbx-1's labels
+  std::atomic<std::uint64_t> called{0};    // ... and its tool call
+  void emit(const core::decision_record& r) noexcept override {
+    ++lines;
+    if (r.event == core::event_kind::session || r.labels != core::label_list{{"repo", "acme/web"}}) return;
+    ++labelled;
+    if (r.tool_call == "call-1") ++called;
+  }
+};
+
+// The configuration above and a runtime session "sbx-1" (labels repo=acme/web), logged to a
+// counting sink: for tests that emit from several threads.
+struct threaded_fixture {
+  counting log;
+  core::metrics stats;
+  policy::store store{*policy::snapshot::compile(policy::config{})};
+  core::session_registry registry{store, log, stats};
+
+  threaded_fixture() {
+    auto cfg = policy::load_config_text(config_text, "airlock.yaml");
+    REQUIRE(registry.apply(*cfg).has_value());
+    auto r = request("sbx-1", {"198.18.0.2/32"});
+    r.labels = {{"repo", "acme/web"}};
+    r.netns = "/run/netns/sbx-1";
+    REQUIRE(registry.add(r).has_value());
+  }
+};
+
+}  // namespace
+
 TEST_CASE("lines from several loops at once are all counted and stamped") {
   // The data path emits from every event loop; the registry takes no lock for it.
-  struct counting final : core::decision_sink {
-    std::atomic<int> lines{0}, labelled{0};
-    void emit(const core::decision_record& r) noexcept override {
-      ++lines;
-      if (r.labels == core::label_list{{"repo", "acme/web"}} && r.tool_call == "call-1") ++labelled;
-    }
-  } log;
-  core::metrics stats;
-  policy::store store(*policy::snapshot::compile(policy::config{}));
-  core::session_registry registry(store, log, stats);
-  auto cfg = policy::load_config_text(config_text, "airlock.yaml");
-  REQUIRE(registry.apply(*cfg).has_value());
-  auto r = request("sbx-1", {"198.18.0.2/32"});
-  r.labels = {{"repo", "acme/web"}};
-  r.netns = "/run/netns/sbx-1";
-  REQUIRE(registry.add(r).has_value());
+  threaded_fixture f;
+  auto& log = f.log;
+  auto& registry = f.registry;
   REQUIRE(registry.set_context("sbx-1", "call-1", {}).has_value());
   CHECK(registry.netns_of("sbx-1") == "/run/netns/sbx-1");
   CHECK(registry.netns_of("nobody").empty());
-  const int before = log.lines;
+  const auto before = log.lines.load();
 
   constexpr int threads = 4, each = 5000;
   std::vector<std::thread> loops;
@@ -158,6 +180,7 @@ TEST_CASE("lines from several loops at once are all counted and stamped") {
   for (auto& l : loops) l.join();
   CHECK(log.lines - before == threads * each);
   CHECK(log.labelled == threads * each);
+  CHECK(log.called == threads * each);
   const auto view = registry.find("sbx-1");
   REQUIRE(view.has_value());
   const auto& t = view->totals;
@@ -166,7 +189,7 @@ TEST_CASE("lines from several loops at once are all counted and stamped") {
   CHECK(t.bytes_up == 3u * threads * each / 2);
   CHECK(t.bytes_down == 2u * threads * each / 2);
   // The metrics saw every line too, each label set once.
-  const auto text = stats.render({});
+  const auto text = f.stats.render({});
   std::uint64_t counted = 0;
   for (std::size_t at = 0; (at = text.find("airlock_decisions_total{", at)) != std::string::npos; ++at) {
     const auto end = text.find('\n', at);
@@ -176,21 +199,9 @@ TEST_CASE("lines from several loops at once are all counted and stamped") {
 }
 
 TEST_CASE("a session removed while loops emit its lines: its totals count every line stamped as its") {
-  struct counting final : core::decision_sink {
-    std::atomic<std::uint64_t> labelled{0};
-    void emit(const core::decision_record& r) noexcept override {
-      if (r.event == core::event_kind::connect && !r.labels.empty()) ++labelled;
-    }
-  } log;
-  core::metrics stats;
-  policy::store store(*policy::snapshot::compile(policy::config{}));
-  core::session_registry registry(store, log, stats);
-  auto cfg = policy::load_config_text(config_text, "airlock.yaml");
-  REQUIRE(registry.apply(*cfg).has_value());
-  auto r = request("sbx-1", {"198.18.0.2/32"});
-  r.labels = {{"repo", "acme/web"}};
-  REQUIRE(registry.add(r).has_value());
-
+  threaded_fixture f;
+  auto& log = f.log;
+  auto& registry = f.registry;
   std::atomic<bool> stop{false};
   std::vector<std::thread> loops;
   for (int t = 0; t < 3; ++t)

@@ -4,7 +4,7 @@
 
 namespace airlock::dns {
 
-std::string_view address_memo::key_of(std::string_view name, ask_first first) {
+const std::string& address_memo::key_of(std::string_view name, ask_first first) {
   key_.assign(name);
   key_.push_back(first == ask_first::aaaa ? '6' : '4');  // always one character: no two keys collide
   return key_;
@@ -25,7 +25,7 @@ void address_memo::keep(std::string_view name, ask_first first, const found_addr
   if (found.addresses.empty() || found.ttl == 0) return;
   if (kept_.size() >= max_names) kept_.clear();
   const auto keep_for = std::min<std::chrono::seconds>(std::chrono::seconds(found.ttl), max_keep);
-  kept_.insert_or_assign(std::string(key_of(name, first)), kept{found.addresses, now + keep_for});
+  kept_.insert_or_assign(key_of(name, first), kept{found.addresses, now + keep_for});
 }
 
 }  // namespace airlock::dns

@@ -37,14 +37,11 @@ class address_memo {
     std::vector<boost::asio::ip::address> addresses;
     clock::time_point until;
   };
-  struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
-  std::string_view key_of(std::string_view name, ask_first first);
+  // The name and one character for `first`: built in key_, no allocation per lookup.
+  const std::string& key_of(std::string_view name, ask_first first);
 
-  std::unordered_map<std::string, kept, string_hash, std::equal_to<>> kept_;
-  std::string key_;  // find()'s key, built in place: no allocation per lookup
+  std::unordered_map<std::string, kept> kept_;
+  std::string key_;
 };
 
 }  // namespace airlock::dns

@@ -150,16 +150,18 @@ std::size_t decision_log::queue_depth() const noexcept { return pending_lines_.l
 std::uint64_t decision_log::dropped_total() const noexcept { return dropped_total_.load(std::memory_order_relaxed); }
 
 bool decision_log::write_all(const std::string& data) noexcept {
-  // A disk that fills half-way through would leave a torn line that breaks every reader:
-  // cut the file back to where this write began (regular files; a pipe cannot be cut).
-  struct stat st {};
-  const bool regular = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
   std::size_t off = 0;
   while (off < data.size()) {
     auto n = ::write(fd_, data.data() + off, data.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      if (regular && off > 0 && ::ftruncate(fd_, st.st_size) != 0) {
+      // A disk that fills half-way through would leave a torn line that breaks every
+      // reader: cut the file back to where this write began (regular files; a pipe cannot
+      // be cut). Asked only now, not before every write: the file ends `off` bytes past
+      // that point (the log appends, and airlock is its one writer).
+      struct stat st {};
+      if (off > 0 && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= static_cast<off_t>(off) &&
+          ::ftruncate(fd_, st.st_size - static_cast<off_t>(off)) != 0) {
         // Nothing better to do: the next reader skips one unparseable line.
       }
       return false;

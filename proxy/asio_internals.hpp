@@ -10,7 +10,11 @@
 
 #if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #define AIRLOCK_ASIO_INTERNALS 1
+#include <boost/asio/detail/epoll_reactor.hpp>
+#include <boost/asio/detail/scheduler_operation.hpp>
 #include <boost/asio/detail/socket_ops.hpp>
+
+#include <cstdint>
 #else
 #define AIRLOCK_ASIO_INTERNALS 0
 #endif
@@ -23,6 +27,49 @@ namespace airlock::proxy {
 // a class derived from it, reads it without casting the socket to what it is not.
 struct socket_internals : boost::asio::ip::tcp::socket {
   static auto& of(boost::asio::ip::tcp::socket& s) { return (s.*(&socket_internals::impl_)).get_implementation(); }
+};
+
+// A socket's registration with its loop's epoll (Asio's descriptor_state) keeps what it
+// asked epoll for and, as the operation the loop queues for it, the events of the last
+// epoll_wait that reported it. Both are private; an explicit instantiation may name
+// private members (the standard exempts it from access checking), which is how `grant`
+// hands out pointers to them.
+namespace asio_access {
+using descriptor_state = boost::asio::detail::epoll_reactor::descriptor_state;
+using scheduler_operation = boost::asio::detail::scheduler_operation;
+
+struct registered_events {
+  using type = std::uint32_t descriptor_state::*;
+  friend type member(registered_events);
+};
+struct last_events {
+  using type = unsigned int scheduler_operation::*;
+  friend type member(last_events);
+};
+template <typename Tag, typename Tag::type M>
+struct grant {
+  friend typename Tag::type member(Tag) { return M; }
+};
+template struct grant<registered_events, &descriptor_state::registered_events_>;
+template struct grant<last_events, &scheduler_operation::task_result_>;
+}  // namespace asio_access
+
+struct registration_internals {
+  static asio_access::descriptor_state& of(boost::asio::ip::tcp::socket& s) { return *socket_internals::of(s).reactor_data_; }
+  // What the loop asks epoll to report for `s`, from the next re-arm on.
+  static std::uint32_t& asked(boost::asio::ip::tcp::socket& s) {
+    return of(s).*member(asio_access::registered_events{});
+  }
+  // The events the loop's last epoll_wait reported for `s` (set as it collects them,
+  // before any handler runs). descriptor_state derives privately from the operation that
+  // holds them; a C-style cast is the one conversion that may name a private base.
+  static unsigned int last_reported(boost::asio::ip::tcp::socket& s) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+    auto* op = (asio_access::scheduler_operation*)&of(s);  // NOLINT(cppcoreguidelines-pro-type-cstyle-cast)
+#pragma GCC diagnostic pop
+    return op->*member(asio_access::last_events{});
+  }
 };
 
 #endif

@@ -1,5 +1,7 @@
 #include "proxy/edge_wait.hpp"
 
+#include <sys/epoll.h>
+
 #if AIRLOCK_EDGE_WAIT
 
 #include <boost/asio/execution/context.hpp>
@@ -36,6 +38,24 @@ void edge_wait::complete(void* owner, boost::asio::detail::operation* base, cons
   const auto ec = self->ec_;
   call(who, /*ran=*/owner != nullptr, ec);
 }
+
+void report_peer_close(boost::asio::ip::tcp::socket& s) noexcept {
+  if (s.is_open()) registration_internals::asked(s) |= EPOLLRDHUP;
+}
+
+bool peer_close_maybe_queued(boost::asio::ip::tcp::socket& s) noexcept {
+  return !s.is_open() || (registration_internals::asked(s) & EPOLLRDHUP) == 0 ||
+         (registration_internals::last_reported(s) & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+}
+
+}  // namespace airlock::proxy
+
+#else
+
+namespace airlock::proxy {
+
+void report_peer_close(boost::asio::ip::tcp::socket&) noexcept {}
+bool peer_close_maybe_queued(boost::asio::ip::tcp::socket&) noexcept { return true; }
 
 }  // namespace airlock::proxy
 

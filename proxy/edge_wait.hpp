@@ -62,4 +62,17 @@ class edge_wait : private boost::asio::detail::reactor_op {
 
 #endif
 
+// A short read empties the socket, except that a FIN queued behind the bytes stays: the
+// next read returns it. Was it there? With EPOLLRDHUP asked for, the loop's last report
+// for the socket says: a FIN that came before that report is in it (epoll reports the
+// socket's state when it collects it), and one that came after raises a new edge, as
+// bytes do. So a relay that was told no FIN waits for the edge instead of looking again
+// (on TLS, one recv less per step). Asked for with `report_peer_close` before the
+// socket's next re-arm (the relay's first wait is an async_wait, which re-arms; the
+// re-arm also raises an edge for a FIN already there); until then, and without Asio's
+// internals, `peer_close_maybe_queued` says yes. Each loop runs on one thread: the report
+// is written by that thread's epoll_wait and read by its handlers.
+void report_peer_close(boost::asio::ip::tcp::socket& s) noexcept;
+bool peer_close_maybe_queued(boost::asio::ip::tcp::socket& s) noexcept;
+
 }  // namespace airlock::proxy

@@ -102,10 +102,18 @@ void shut_both(tcp::socket& a, tcp::socket& b) {
 // not read a clean end of stream where bytes may have been lost (a download cut by the
 // origin's RST would otherwise look complete to a client that reads to EOF). Only a close
 // sends a RST (a shutdown would send a FIN first), so both sockets are closed here, not
-// left to the caller; their pending waits end with operation_aborted.
-void reset_both(tcp::socket& a, tcp::socket& b) {
-  close_with_reset(a);
-  close_with_reset(b);
+// left to the caller; their pending waits end with operation_aborted. A socket that
+// reported the failure itself is closed plainly: its connection is over already (reset,
+// or timed out), and its close sends nothing either way.
+void reset_both(tcp::socket& a, tcp::socket& b, const tcp::socket* failed = nullptr) {
+  for (tcp::socket* s : {&a, &b}) {
+    if (s != failed) {
+      close_with_reset(*s);
+      continue;
+    }
+    boost::system::error_code ignored;
+    s->close(ignored);
+  }
 }
 
 bool would_block() noexcept { return errno == EAGAIN || errno == EWOULDBLOCK; }
@@ -156,6 +164,9 @@ class relay_op : private core::deadline_watch::entry {
     }
     on_due = [](core::deadline_watch::entry& e) { static_cast<relay_op&>(e).timed_out(); };
     watch_.watch(*this, idle_limit_, ways_[0].from.get_executor());
+    // Each socket's first wait re-arms it (async_wait): from then on the loop says whether
+    // a FIN came with the bytes it reported, and a short read need not look again.
+    for (auto& w : ways_) report_peer_close(w.from);
     wait_readable(0);
     wait_readable(1);
   }
@@ -178,7 +189,7 @@ class relay_op : private core::deadline_watch::entry {
     bool splice_ok = true;    // splice was not refused (EINVAL) for this pair
     bool full = false;        // this step's read took all it asked for: more may be waiting
     bool eof_next = false;    // `from` said EOF behind this step's bytes
-    bool reset_next = false;  // `from` reset (or failed) behind this step's bytes
+    int reset_next = 0;       // `from` reset (or failed) behind this step's bytes: the errno
     int in_a_row = 0;         // steps since this way last waited for the loop
     std::size_t pending = 0;  // read from `from`, not yet written to `to`
     std::size_t moved = 0;    // this step's bytes
@@ -283,7 +294,7 @@ class relay_op : private core::deadline_watch::entry {
           w.let_go();
           return stepped(i);
         }
-        return failed(w, w.from);
+        return failed(w, w.from, errno);
       }
       w.pending = w.moved = static_cast<std::size_t>(in);
       // A short splice can still leave bytes behind (the pipe ran out of slots before
@@ -301,19 +312,21 @@ class relay_op : private core::deadline_watch::entry {
         w.let_go();
         return stepped(i);
       }
-      return failed(w, w.from);
+      return failed(w, w.from, errno);
     }
     auto got = static_cast<std::size_t>(n);
-    if (got < asked) {
+    if (got < asked && peer_close_maybe_queued(w.from)) {
       // An answer and its sender's FIN often arrive together (a server that closes after
       // writing): one more look finds the FIN now, so the bytes and the FIN leave as one
-      // segment and the way does not wait for the loop again only to read EOF.
+      // segment and the way does not wait for the loop again only to read EOF. When the
+      // loop's report said no FIN (proxy/edge_wait.hpp), a FIN still to come raises an
+      // edge of its own: no look.
       const auto more = ::recv(w.from.native_handle(), w.buffer->bytes.data() + got, asked - got, MSG_DONTWAIT);
       if (more == 0) w.eof_next = true;
       if (more > 0) got += static_cast<std::size_t>(more);
       // A reset this look took is reported once only (the socket reads EOF after it): it is
       // passed on right after the bytes before it.
-      w.reset_next = more < 0 && !would_block() && errno != EINTR;
+      if (more < 0 && !would_block() && errno != EINTR) w.reset_next = errno;
     }
     w.pending = w.moved = got;
     w.full = got == asked;
@@ -351,7 +364,7 @@ class relay_op : private core::deadline_watch::entry {
         continue;
       }
       if (out < 0 && errno == EINTR) continue;
-      if (out < 0 && !would_block()) return failed(w, w.to);
+      if (out < 0 && !would_block()) return failed(w, w.to, errno);
       w.drained = false;  // the loop polls before `from` is read again
       return wait_writable(i);
     }
@@ -372,7 +385,7 @@ class relay_op : private core::deadline_watch::entry {
       return end_with_reset();
     }
     if (w.eof_next) return eof(w);  // the FIN joins the bytes held back by MSG_MORE
-    if (w.reset_next) return failed(w, w.from);
+    if (w.reset_next != 0) return failed(w, w.from, w.reset_next);
     if (std::exchange(w.full, false) && moved && ++w.in_a_row < max_steps_in_a_row) return readable(i, {});
     w.in_a_row = 0;
     wait_readable(i);
@@ -383,19 +396,22 @@ class relay_op : private core::deadline_watch::entry {
     w.to.shutdown(tcp::socket::shutdown_send, ignored);  // pass the half-close on
     finish(w);
   }
-  // `side` reset (or failed): the other peer is reset too, and the line says which.
-  void failed(const way& w, const tcp::socket& side) {
+  // `side` reset (or failed, with `error` if a system call said so): the other peer is
+  // reset too, and the line says which.
+  void failed(const way& w, const tcp::socket& side, int error = 0) {
     totals_.reset = &side == &w.from ? (w.up ? reset_by::client : reset_by::upstream)
                                      : (w.up ? reset_by::upstream : reset_by::client);
-    end_with_reset();
+    const bool side_over = error == ECONNRESET || error == EPIPE || error == ETIMEDOUT;
+    end_with_reset(side_over ? &side : nullptr);
   }
-  // A failure or a cut: both ways end at once, with a reset each way.
-  void end_with_reset() {
+  // A failure or a cut: both ways end at once, with a reset each way (`failed`, if one
+  // said so, is over already).
+  void end_with_reset(const tcp::socket* failed = nullptr) {
     for (auto& w : ways_) {
       w.done = true;
       w.let_go();
     }
-    reset_both(ways_[0].from, ways_[1].from);
+    reset_both(ways_[0].from, ways_[1].from, failed);
     watch_.forget(*this);
   }
   void finish(way& w) {

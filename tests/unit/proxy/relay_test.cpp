@@ -212,6 +212,57 @@ TEST_CASE("relay: an answer that arrives with its FIN is passed on whole, then t
   CHECK(out.totals->up == 4);
 }
 
+// The relay asks the loop to report a peer's FIN (EPOLLRDHUP) and, after a short read,
+// looks for a FIN only when the last report said one came: these two check both sides of
+// that, on a relay already waiting (its sockets re-armed) when the origin speaks.
+asio::awaitable<void> answer_then_close(wiring& ws, std::chrono::milliseconds between) {
+  asio::steady_timer t(ws.io, 50ms);
+  co_await t.async_wait(nothrow);  // the relay waits on both sockets by now
+  // Written at once, not with async_write: that would resume this coroutine only after
+  // the loop had polled, and the FIN would always come in a later report.
+  asio::write(ws.upstream, asio::buffer("answer", 6));
+  if (between > 0ms) {
+    t.expires_after(between);
+    co_await t.async_wait(nothrow);
+  }
+  ws.upstream.shutdown(tcp::socket::shutdown_send);
+}
+
+TEST_CASE("relay: an answer and its FIN in one report from the loop: the FIN is found behind the bytes") {
+  wiring w;
+  outcome out;
+  std::string at_client;
+  spawn(w.io, run_relay(w, out, 30s));
+  spawn(w.io, answer_then_close(w, 0ms));  // both sent before the loop polls again
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(ws.client);  // ends at the passed-on FIN
+    ws.client.shutdown(tcp::socket::shutdown_send);
+  }(w, at_client));
+  w.io.run_for(40s);
+  REQUIRE(out.totals.has_value());
+  CHECK(out.took < 5s);  // not the idle limit: the FIN was not left unread
+  CHECK_FALSE(out.totals->idle_timeout);
+  CHECK(at_client == "answer");
+}
+
+TEST_CASE("relay: a FIN that comes after its answer was read is passed on at once") {
+  wiring w;
+  outcome out;
+  std::string at_client;
+  spawn(w.io, run_relay(w, out, 30s));
+  spawn(w.io, answer_then_close(w, 100ms));  // the bytes are read and passed on first
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(ws.client);
+    ws.client.shutdown(tcp::socket::shutdown_send);
+  }(w, at_client));
+  w.io.run_for(40s);
+  REQUIRE(out.totals.has_value());
+  CHECK(out.took < 5s);
+  CHECK_FALSE(out.totals->idle_timeout);
+  CHECK(at_client == "answer");
+  CHECK(out.totals->down == 6);
+}
+
 TEST_CASE("relay: an answer with a reset queued behind it is passed on, then the reset") {
   wiring w;
   outcome out;

@@ -1,10 +1,10 @@
 #pragma once
 // The one place the data path reaches into Asio's implementation (boost::asio::detail): to
-// wait on a drained socket without re-arming it (proxy/edge_wait.hpp) and to tell Asio what
-// airlock already knows about the sockets it makes (proxy/own_socket.hpp). Both save system
-// calls on every connection; both exist only for the Asio they were written against (Boost
-// 1.81, the epoll reactor). Anywhere else AIRLOCK_ASIO_INTERNALS is 0 and the callers take
-// Asio's public way.
+// wait on a drained socket without re-arming it and to ask epoll for a peer's FIN and read
+// what it last reported (proxy/edge_wait.hpp), and to tell Asio what airlock already knows
+// about the sockets it makes (proxy/own_socket.hpp). All save system calls on every
+// connection; all exist only for the Asio they were written against (Boost 1.81, the epoll
+// reactor). Anywhere else AIRLOCK_ASIO_INTERNALS is 0 and the callers take Asio's public way.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
 

@@ -393,9 +393,18 @@ class relay_op : private core::deadline_watch::entry {
 
   void eof(way& w) {
     boost::system::error_code ignored;
-    w.to.shutdown(tcp::socket::shutdown_send, ignored);  // pass the half-close on
+    if (!other(w).done) {
+      w.to.shutdown(tcp::socket::shutdown_send, ignored);  // pass the half-close on
+      return finish(w);
+    }
+    // The last way: `to` was read to its EOF and `from` shut for sending, so a close sends
+    // this FIN as a shutdown would (nothing unread is left to turn it into a reset), and
+    // spares the shutdown.
     finish(w);
+    w.to.close(ignored);
+    w.from.close(ignored);
   }
+  way& other(const way& w) noexcept { return &w == &ways_[0] ? ways_[1] : ways_[0]; }
   // `side` reset (or failed, with `error` if a system call said so): the other peer is
   // reset too, and the line says which.
   void failed(const way& w, const tcp::socket& side, int error = 0) {

@@ -11,8 +11,9 @@
 // Buffers and pipes come from per-thread pools and go back empty; where splice is refused
 // (EINVAL) the copy goes on. A bulk direction keeps moving while its reads come back full
 // (up to 16 steps, then it waits its turn in the loop), through pipes of 1 MiB where the
-// kernel allows it. A copied step that was not full looks once more: a FIN already queued
-// behind the bytes leaves with them, as one segment. A meter's room bounds every step, so
+// kernel allows it. A copied step that was not full looks once more when the loop's report
+// says a FIN came (proxy/edge_wait.hpp): a FIN queued behind the bytes leaves with them, as
+// one segment. A meter's room bounds every step, so
 // a byte budget is overrun by one byte at most.
 //
 // An idle relayed connection costs one small heap object, two pending waits (either
@@ -54,7 +55,8 @@ class relay_meter {
 
 // Relays until both ways are done, the idle limit passes or the meter cuts. When it ends
 // with a reset (`totals.reset`, or a cut), both sockets come back closed: that close is what
-// sent the resets. Otherwise they are left open for the caller.
+// sent the resets. When both ways ended with a FIN they come back closed too (the last FIN
+// is sent by the close). After the idle limit they are left open, shut both ways.
 boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
                                            std::chrono::steady_clock::duration idle_limit,
                                            relay_meter* meter = nullptr);

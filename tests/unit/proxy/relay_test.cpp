@@ -146,7 +146,9 @@ TEST_CASE("relay: both ways, a half-close passed on, byte counts") {
   CHECK_FALSE(out.totals->idle_timeout);
   CHECK_FALSE(out.totals->cut);
   CHECK(out.totals->reset == reset_by::none);
-  CHECK(w.relay_client.is_open());  // left to the caller
+  // The last FIN was sent by closing both (a close instead of a shutdown and a close).
+  CHECK_FALSE(w.relay_client.is_open());
+  CHECK_FALSE(w.relay_upstream.is_open());
 }
 
 // Bytes that say where they are: a reordering or a lost chunk shows.

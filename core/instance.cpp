@@ -283,8 +283,7 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::pr
   for (;;) {
     // The peer as accept(2) returned it: no getpeername, and known even when the client
     // has already reset by the time its connection is judged.
-    tcp::endpoint peer;
-    auto [ec, socket] = co_await acceptor.async_accept(peer, nothrow);
+    auto [ec, socket, peer] = co_await proxy::accept_nonblocking(acceptor);
     if (r.stopping || ec == asio::error::operation_aborted) co_return;
     if (ec) {
       if (out_of_descriptors(ec)) shed_waiting(acceptor, spare, ctx);
@@ -293,7 +292,6 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::pr
       co_await pause.async_wait(nothrow);
       continue;
     }
-    proxy::accepted(socket);
     spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket), peer, ctx, handle), [](const char* what) {
       std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
     });

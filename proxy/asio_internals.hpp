@@ -50,9 +50,21 @@ template <typename Tag, typename Tag::type M>
 struct grant {
   friend typename Tag::type member(Tag) { return M; }
 };
+struct acceptor_impl {
+  using type = boost::asio::detail::io_object_impl<boost::asio::detail::reactive_socket_service<boost::asio::ip::tcp>,
+                                                   boost::asio::any_io_executor>
+      boost::asio::ip::tcp::acceptor::*;
+  friend type member(acceptor_impl);
+};
+template struct grant<acceptor_impl, &boost::asio::ip::tcp::acceptor::impl_>;
 template struct grant<registered_events, &descriptor_state::registered_events_>;
 template struct grant<last_events, &scheduler_operation::task_result_>;
 }  // namespace asio_access
+
+// An acceptor keeps its implementation private, not protected as a socket does.
+struct acceptor_internals {
+  static auto& of(boost::asio::ip::tcp::acceptor& a) { return (a.*member(asio_access::acceptor_impl{})).get_implementation(); }
+};
 
 struct registration_internals {
   static asio_access::descriptor_state& of(boost::asio::ip::tcp::socket& s) { return *socket_internals::of(s).reactor_data_; }

@@ -1,5 +1,11 @@
 #include "proxy/edge_wait.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <utility>
+
 #include <sys/epoll.h>
 
 #if AIRLOCK_EDGE_WAIT
@@ -9,11 +15,15 @@
 
 namespace airlock::proxy {
 
-void edge_wait::start(boost::asio::ip::tcp::socket& s) {
-  auto& impl = socket_internals::of(s);
+void edge_wait::start(boost::asio::ip::tcp::socket& s) { start_on(socket_internals::of(s), s.get_executor()); }
+
+void edge_wait::start(boost::asio::ip::tcp::acceptor& a) { start_on(acceptor_internals::of(a), a.get_executor()); }
+
+template <typename Impl>
+void edge_wait::start_on(Impl& impl, const boost::asio::any_io_executor& loop) {
   if (!reactor_)
     reactor_ = &boost::asio::use_service<boost::asio::detail::reactor>(
-        boost::asio::query(s.get_executor(), boost::asio::execution::context));
+        boost::asio::query(loop, boost::asio::execution::context));
   ec_ = boost::system::error_code();
   // Started as a speculative operation: the reactor asks look() at once, which answers
   // "not yet" while starting_ (the socket was just read empty), so the wait is queued
@@ -39,6 +49,33 @@ void edge_wait::complete(void* owner, boost::asio::detail::operation* base, cons
   call(who, /*ran=*/owner != nullptr, ec);
 }
 
+namespace {
+
+// One wait for a coroutine: the awaiting coroutine's handler, kept with the wait until it
+// completes. A loop torn down with it pending frees it unrun, and the handler with it: the
+// coroutine unwinds.
+template <typename Handler>
+struct awaited_edge {
+  Handler handler;
+  edge_wait wait;
+  explicit awaited_edge(Handler h) : handler(std::move(h)), wait(&awaited_edge::done, this) {}
+  static void done(void* self, bool ran, const boost::system::error_code& ec) {
+    auto* me = static_cast<awaited_edge*>(self);
+    auto h = std::move(me->handler);
+    delete me;
+    if (ran) std::move(h)(ec);
+  }
+};
+
+}  // namespace
+
+boost::asio::awaitable<boost::system::error_code> next_connection(boost::asio::ip::tcp::acceptor& a) {
+  constexpr auto as_result = boost::asio::as_tuple(boost::asio::use_awaitable);
+  auto [ec] = co_await boost::asio::async_initiate<decltype(as_result), void(boost::system::error_code)>(
+      [&a](auto handler) { (new awaited_edge<decltype(handler)>(std::move(handler)))->wait.start(a); }, as_result);
+  co_return ec;
+}
+
 void report_peer_close(boost::asio::ip::tcp::socket& s) noexcept {
   if (s.is_open()) registration_internals::asked(s) |= EPOLLRDHUP;
 }
@@ -53,6 +90,12 @@ bool peer_close_maybe_queued(boost::asio::ip::tcp::socket& s) noexcept {
 #else
 
 namespace airlock::proxy {
+
+boost::asio::awaitable<boost::system::error_code> next_connection(boost::asio::ip::tcp::acceptor& a) {
+  auto [ec] = co_await a.async_wait(boost::asio::ip::tcp::acceptor::wait_read,
+                                    boost::asio::as_tuple(boost::asio::use_awaitable));
+  co_return ec;
+}
 
 void report_peer_close(boost::asio::ip::tcp::socket&) noexcept {}
 bool peer_close_maybe_queued(boost::asio::ip::tcp::socket&) noexcept { return true; }

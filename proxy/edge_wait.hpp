@@ -17,6 +17,7 @@
 // 0 and the relay re-arms with async_wait as before.
 #include "proxy/asio_internals.hpp"
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -46,10 +47,14 @@ class edge_wait : private boost::asio::detail::reactor_op {
   edge_wait& operator=(const edge_wait&) = delete;
 
   // `s`: open, non-blocking, on this loop, and read empty (or short) since the loop last
-  // polled. Anything else would wait for an edge that already came.
+  // polled. Anything else would wait for an edge that already came. A listener the same:
+  // accept() found nothing since the loop last polled.
   void start(boost::asio::ip::tcp::socket& s);
+  void start(boost::asio::ip::tcp::acceptor& a);
 
  private:
+  template <typename Impl>
+  void start_on(Impl& impl, const boost::asio::any_io_executor& loop);
   static status look(reactor_op* base) noexcept;
   static void complete(void* owner, boost::asio::detail::operation* base, const boost::system::error_code&,
                        std::size_t) noexcept;
@@ -61,6 +66,11 @@ class edge_wait : private boost::asio::detail::reactor_op {
 };
 
 #endif
+
+// The same wait for a coroutine, on a listener whose accept() just found nothing; without
+// Asio's internals, Asio's async_wait. Completes with operation_aborted when the listener
+// is closed.
+boost::asio::awaitable<boost::system::error_code> next_connection(boost::asio::ip::tcp::acceptor& a);
 
 // A short read empties the socket, except that a FIN queued behind the bytes stays: the
 // next read returns it. Was it there? With EPOLLRDHUP asked for, the loop's last report

@@ -1,23 +1,18 @@
 #include "proxy/own_socket.hpp"
 
 #include "proxy/asio_internals.hpp"
+#include "proxy/edge_wait.hpp"
+
+#include <boost/asio/use_awaitable.hpp>
 
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace airlock::proxy {
 namespace {
-
-#if AIRLOCK_ASIO_INTERNALS
-namespace ops = boost::asio::detail::socket_ops;
-
-void not_a_duplicate(boost::asio::ip::tcp::socket& s) noexcept {
-  auto& impl = socket_internals::of(s);
-  impl.state_ = static_cast<ops::state_type>(impl.state_ & ~ops::possible_dup);
-}
-#endif
 
 // Hands `fd`, non-blocking and not shared with any other descriptor, to `s`.
 boost::system::error_code adopt(boost::asio::ip::tcp::socket& s, const boost::asio::ip::tcp& protocol, int fd) {
@@ -28,9 +23,9 @@ boost::system::error_code adopt(boost::asio::ip::tcp::socket& s, const boost::as
     return ec;
   }
 #if AIRLOCK_ASIO_INTERNALS
+  namespace ops = boost::asio::detail::socket_ops;
   auto& impl = socket_internals::of(s);
-  impl.state_ = static_cast<ops::state_type>(impl.state_ | ops::internal_non_blocking);
-  not_a_duplicate(s);
+  impl.state_ = static_cast<ops::state_type>((impl.state_ | ops::internal_non_blocking) & ~ops::possible_dup);
 #else
   s.native_non_blocking(true, ec);  // Asio's own ioctl: the only way to tell it
 #endif
@@ -60,10 +55,40 @@ void close_with_reset(boost::asio::ip::tcp::socket& s) noexcept {
   s.close(ignored);  // through Asio: its waits on `s` end (operation_aborted)
 }
 
-void accepted([[maybe_unused]] boost::asio::ip::tcp::socket& s) noexcept {
-#if AIRLOCK_ASIO_INTERNALS
-  not_a_duplicate(s);
-#endif
+boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::tcp::acceptor& listener) {
+  accepted_connection out{{}, boost::asio::ip::tcp::socket(listener.get_executor()), {}};
+  // The listener itself must not block the loop (once per listener: Asio keeps the flag).
+  if (!listener.native_non_blocking()) listener.native_non_blocking(true, out.ec);
+  if (out.ec) co_return out;
+  for (;;) {
+    if (!listener.is_open()) {
+      out.ec = boost::asio::error::operation_aborted;
+      co_return out;
+    }
+    sockaddr_storage from{};
+    socklen_t size = sizeof from;
+    const int fd = ::accept4(listener.native_handle(), reinterpret_cast<sockaddr*>(&from), &size,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      if (size <= out.peer.capacity()) {
+        std::memcpy(out.peer.data(), &from, size);
+        out.peer.resize(size);
+      }
+      out.ec = adopt(out.socket, out.peer.protocol(), fd);
+      co_return out;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;  // a connection reset while it waited: the next one
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      out.ec = {errno, boost::system::system_category()};
+      co_return out;
+    }
+    // None waiting, and the loop has not polled since: every connection from now on raises
+    // an edge.
+    if (auto ec = co_await next_connection(listener); ec) {
+      out.ec = ec;
+      co_return out;
+    }
+  }
 }
 
 }  // namespace airlock::proxy

@@ -3,9 +3,10 @@
 // learns that a socket is non-blocking only by making it so itself (an ioctl before its first
 // operation), and it takes a descriptor it did not open for a possible duplicate, removing it
 // from epoll before closing it (EPOLL_CTL_DEL) in case another descriptor keeps the open file
-// alive. An upstream socket opened with SOCK_NONBLOCK, and a connection accept(2) has just
-// returned, need neither call. Where Asio's internals are out of reach
+// alive. An upstream socket opened with SOCK_NONBLOCK, and a connection accept4(2) has just
+// returned with SOCK_NONBLOCK, need neither call. Where Asio's internals are out of reach
 // (proxy/asio_internals.hpp) these take Asio's public way, and cost what they cost before.
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -21,9 +22,16 @@ boost::system::error_code open_nonblocking(boost::asio::ip::tcp::socket& s, cons
 void close_with_reset(int fd) noexcept;
 void close_with_reset(boost::asio::ip::tcp::socket& s) noexcept;
 
-// `s` came from accept(2): no other descriptor shares its open file, so its close alone
-// takes it out of epoll. (Asio's accept gives no SOCK_NONBLOCK: the relay's start still
-// makes it non-blocking with an ioctl.)
-void accepted(boost::asio::ip::tcp::socket& s) noexcept;
+// The next connection on `listener`, accepted non-blocking (accept4 with SOCK_NONBLOCK: no
+// ioctl later) and, when none is waiting, waited for without re-arming the listener
+// (proxy/edge_wait.hpp). Errors are accept(2)'s (EMFILE, ENFILE, ENOBUFS...), or
+// operation_aborted once the listener is closed; a connection reset while it waited is
+// skipped, as Asio's accept skips it.
+struct accepted_connection {
+  boost::system::error_code ec;
+  boost::asio::ip::tcp::socket socket;
+  boost::asio::ip::tcp::endpoint peer;  // as accept(2) returned it: no getpeername
+};
+boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::tcp::acceptor& listener);
 
 }  // namespace airlock::proxy

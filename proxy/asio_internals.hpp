@@ -57,7 +57,12 @@ struct acceptor_impl {
   friend type member(acceptor_impl);
 };
 template struct grant<acceptor_impl, &boost::asio::ip::tcp::acceptor::impl_>;
+struct try_speculative {
+  using type = bool (descriptor_state::*)[boost::asio::detail::epoll_reactor::max_ops];
+  friend type member(try_speculative);
+};
 template struct grant<registered_events, &descriptor_state::registered_events_>;
+template struct grant<try_speculative, &descriptor_state::try_speculative_>;
 template struct grant<last_events, &scheduler_operation::task_result_>;
 }  // namespace asio_access
 
@@ -71,6 +76,11 @@ struct registration_internals {
   // What the loop asks epoll to report for `s`, from the next re-arm on.
   static std::uint32_t& asked(boost::asio::ip::tcp::socket& s) {
     return of(s).*member(asio_access::registered_events{});
+  }
+  // Whether Asio's next read on `s` tries the socket before it waits: true from the socket's
+  // registration and after every edge, false after a read of Asio's came back short.
+  static bool& read_may_find_bytes(boost::asio::ip::tcp::socket& s) {
+    return (of(s).*member(asio_access::try_speculative{}))[boost::asio::detail::epoll_reactor::read_op];
   }
   // The events the loop's last epoll_wait reported for `s` (set as it collects them,
   // before any handler runs). descriptor_state derives privately from the operation that

@@ -76,6 +76,10 @@ boost::asio::awaitable<boost::system::error_code> next_connection(boost::asio::i
   co_return ec;
 }
 
+void found_empty(boost::asio::ip::tcp::socket& s) noexcept {
+  if (s.is_open()) registration_internals::read_may_find_bytes(s) = false;
+}
+
 void report_peer_close(boost::asio::ip::tcp::socket& s) noexcept {
   if (s.is_open()) registration_internals::asked(s) |= EPOLLRDHUP;
 }
@@ -97,6 +101,7 @@ boost::asio::awaitable<boost::system::error_code> next_connection(boost::asio::i
   co_return ec;
 }
 
+void found_empty(boost::asio::ip::tcp::socket&) noexcept {}
 void report_peer_close(boost::asio::ip::tcp::socket&) noexcept {}
 bool peer_close_maybe_queued(boost::asio::ip::tcp::socket&) noexcept { return true; }
 

@@ -72,6 +72,11 @@ class edge_wait : private boost::asio::detail::reactor_op {
 // is closed.
 boost::asio::awaitable<boost::system::error_code> next_connection(boost::asio::ip::tcp::acceptor& a);
 
+// A read of airlock's own (not Asio's) found `s` empty, and the loop has not polled since:
+// Asio's next read on it then queues itself for the next edge at once, instead of first
+// trying the socket (a recv that would find nothing). Without Asio's internals, nothing.
+void found_empty(boost::asio::ip::tcp::socket& s) noexcept;
+
 // A short read empties the socket, except that a FIN queued behind the bytes stays: the
 // next read returns it. Was it there? With EPOLLRDHUP asked for, the loop's last report
 // for the socket says: a FIN that came before that report is in it (epoll reports the

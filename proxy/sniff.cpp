@@ -2,6 +2,7 @@
 
 #include "core/deadline.hpp"
 #include "core/deadline_watch.hpp"
+#include "proxy/edge_wait.hpp"
 #include "proxy/first_message.hpp"
 #include "proxy/http_head.hpp"
 
@@ -47,6 +48,7 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
   // once, with no wait and no asking first how much is queued.
   auto first = read_now(client, chunk);
   if (std::get<0>(first) == asio::error::would_block) {
+    found_empty(client);  // the read below waits for the bytes without trying first
     if (quiet_limit) {
       const core::cancel_after quiet(client, *quiet_limit);
       co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);

@@ -80,6 +80,21 @@ TEST_CASE("sniff: a request already queued is judged from the first read, withou
   CHECK(out.took < 1s);  // not the quiet limit, nor the deadline
 }
 
+TEST_CASE("sniff: with no quiet limit, a request that comes after the first read found nothing is read as it arrives") {
+  // The empty first read tells Asio the socket is drained: its read then waits for the
+  // request's edge without trying the socket first, and must still wake for it.
+  pair_on_loopback p;
+  outcome out;
+  spawn(p.io, run_sniff(p.accepted, out, 5s, std::nullopt));
+  spawn(p.io, send_later(p.client, head, 50ms, false));
+  p.io.run_for(10s);
+  REQUIRE(out.got.has_value());
+  CHECK(out.got->type == sniffed::kind::http);
+  CHECK(out.got->name == "example.test");
+  CHECK_FALSE(out.got->failure.has_value());
+  CHECK(out.took < 1s);  // woken by the bytes, not the deadline
+}
+
 TEST_CASE("sniff: a head in two parts, the second 50 ms later, is read whole") {
   pair_on_loopback p;
   asio::write(p.client, asio::buffer(head.substr(0, 20)));

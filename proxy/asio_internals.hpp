@@ -29,44 +29,46 @@ struct socket_internals : boost::asio::ip::tcp::socket {
   static auto& of(boost::asio::ip::tcp::socket& s) { return (s.*(&socket_internals::impl_)).get_implementation(); }
 };
 
-// A socket's registration with its loop's epoll (Asio's descriptor_state) keeps what it
-// asked epoll for and, as the operation the loop queues for it, the events of the last
-// epoll_wait that reported it. Both are private; an explicit instantiation may name
-// private members (the standard exempts it from access checking), which is how `grant`
+// What the data path reads and sets of Asio's that Asio keeps to itself: an acceptor's
+// implementation (a socket's is protected, above) and, in a socket's registration with its
+// loop's epoll (Asio's descriptor_state), what it asked epoll for, whether Asio's next
+// read tries the socket first, and, as the operation the loop queues for it, the events of
+// the last epoll_wait that reported it. An explicit instantiation may name private and
+// protected members (the standard exempts it from access checking), which is how `grant`
 // hands out pointers to them.
 namespace asio_access {
 using descriptor_state = boost::asio::detail::epoll_reactor::descriptor_state;
 using scheduler_operation = boost::asio::detail::scheduler_operation;
 
-struct registered_events {
-  using type = std::uint32_t descriptor_state::*;
-  friend type member(registered_events);
-};
-struct last_events {
-  using type = unsigned int scheduler_operation::*;
-  friend type member(last_events);
-};
-template <typename Tag, typename Tag::type M>
-struct grant {
-  friend typename Tag::type member(Tag) { return M; }
-};
 struct acceptor_impl {
   using type = boost::asio::detail::io_object_impl<boost::asio::detail::reactive_socket_service<boost::asio::ip::tcp>,
                                                    boost::asio::any_io_executor>
       boost::asio::ip::tcp::acceptor::*;
   friend type member(acceptor_impl);
 };
-template struct grant<acceptor_impl, &boost::asio::ip::tcp::acceptor::impl_>;
+struct registered_events {
+  using type = std::uint32_t descriptor_state::*;
+  friend type member(registered_events);
+};
 struct try_speculative {
   using type = bool (descriptor_state::*)[boost::asio::detail::epoll_reactor::max_ops];
   friend type member(try_speculative);
 };
+struct last_events {
+  using type = unsigned int scheduler_operation::*;
+  friend type member(last_events);
+};
+
+template <typename Tag, typename Tag::type M>
+struct grant {
+  friend typename Tag::type member(Tag) { return M; }
+};
+template struct grant<acceptor_impl, &boost::asio::ip::tcp::acceptor::impl_>;
 template struct grant<registered_events, &descriptor_state::registered_events_>;
 template struct grant<try_speculative, &descriptor_state::try_speculative_>;
 template struct grant<last_events, &scheduler_operation::task_result_>;
 }  // namespace asio_access
 
-// An acceptor keeps its implementation private, not protected as a socket does.
 struct acceptor_internals {
   static auto& of(boost::asio::ip::tcp::acceptor& a) { return (a.*member(asio_access::acceptor_impl{})).get_implementation(); }
 };

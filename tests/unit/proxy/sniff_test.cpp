@@ -157,3 +157,24 @@ TEST_CASE("sniff: a head cut off by the client's FIN is truncated HTTP") {
   CHECK(out.got->type == sniffed::kind::http);
   CHECK(out.took < 1s);
 }
+
+TEST_CASE("sniff: a head whose second part and the client's FIN come together is truncated at once") {
+  // The second part and the FIN reach the socket before the loop next polls, so one report
+  // from the loop covers both: no later edge announces the FIN. It must still be found at
+  // once, not at the deadline.
+  pair_on_loopback p;
+  asio::write(p.client, asio::buffer(head.substr(0, 10)));
+  outcome out;
+  spawn(p.io, run_sniff(p.accepted, out, 3s, std::nullopt));
+  spawn(p.io, [](tcp::socket& c) -> asio::awaitable<void> {
+    asio::steady_timer t(c.get_executor(), 50ms);
+    co_await t.async_wait(asio::use_awaitable);
+    asio::write(c, asio::buffer(head.substr(10, 10)));  // at once, with the FIN: one edge
+    c.shutdown(tcp::socket::shutdown_send);
+  }(p.client));
+  p.io.run_for(10s);
+  REQUIRE(out.got.has_value());
+  REQUIRE(out.got->failure.has_value());
+  CHECK(*out.got->failure == airlock::policy::reason::truncated);
+  CHECK(out.took < 1s);
+}

@@ -13,8 +13,8 @@
 // (up to 16 steps, then it waits its turn in the loop), through pipes of 1 MiB where the
 // kernel allows it. A copied step that was not full looks once more when the loop's report
 // says a FIN came (proxy/edge_wait.hpp): a FIN queued behind the bytes leaves with them, as
-// one segment. A meter's room bounds every step, so
-// a byte budget is overrun by one byte at most.
+// one segment. A meter's room bounds every step, so a byte budget is overrun by one byte at
+// most.
 //
 // An idle relayed connection costs one small heap object, two pending waits (either
 // socket readable; a way that read its socket empty waits inside that object, with no

@@ -34,7 +34,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstring>
 #include <list>
 #include <thread>
 
@@ -254,20 +253,14 @@ void warn_out_of_descriptors() {
 // pauses as before, so a flood of them costs little.
 void shed_waiting(tcp::acceptor& acceptor, core::spare_descriptor& spare, proxy::proxy_context& ctx) {
   for (int i = 0; i < 64 && spare.lend(); ++i) {
-    sockaddr_storage from{};
-    socklen_t size = sizeof from;
-    const int fd = ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&from), &size, SOCK_CLOEXEC);
+    tcp::endpoint peer;
+    const int fd = proxy::accept_with_peer(acceptor, peer, SOCK_CLOEXEC);
     if (fd < 0) {  // none waiting, or another loop took the descriptor first
       spare.restore();
       return;
     }
     proxy::close_with_reset(fd);
     spare.restore();
-    tcp::endpoint peer;
-    if (size <= peer.capacity()) {
-      std::memcpy(peer.data(), &from, size);
-      peer.resize(size);
-    }
     proxy::steps::log_refused_at_accept(ctx, peer, "open_files");
     warn_out_of_descriptors();
   }

@@ -55,6 +55,17 @@ void close_with_reset(boost::asio::ip::tcp::socket& s) noexcept {
   s.close(ignored);  // through Asio: its waits on `s` end (operation_aborted)
 }
 
+int accept_with_peer(boost::asio::ip::tcp::acceptor& listener, boost::asio::ip::tcp::endpoint& peer, int flags) noexcept {
+  sockaddr_storage from{};
+  socklen_t size = sizeof from;
+  const int fd = ::accept4(listener.native_handle(), reinterpret_cast<sockaddr*>(&from), &size, flags);
+  if (fd >= 0 && size <= peer.capacity()) {
+    std::memcpy(peer.data(), &from, size);
+    peer.resize(size);
+  }
+  return fd;
+}
+
 boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::tcp::acceptor& listener) {
   accepted_connection out{{}, boost::asio::ip::tcp::socket(listener.get_executor()), {}};
   // The listener itself must not block the loop (once per listener: Asio keeps the flag).
@@ -65,15 +76,7 @@ boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::
       out.ec = boost::asio::error::operation_aborted;
       co_return out;
     }
-    sockaddr_storage from{};
-    socklen_t size = sizeof from;
-    const int fd = ::accept4(listener.native_handle(), reinterpret_cast<sockaddr*>(&from), &size,
-                             SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
-      if (size <= out.peer.capacity()) {
-        std::memcpy(out.peer.data(), &from, size);
-        out.peer.resize(size);
-      }
+    if (const int fd = accept_with_peer(listener, out.peer, SOCK_NONBLOCK | SOCK_CLOEXEC); fd >= 0) {
       out.ec = adopt(out.socket, out.peer.protocol(), fd);
       co_return out;
     }

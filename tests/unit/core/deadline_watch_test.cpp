@@ -3,6 +3,7 @@
 // untouched, and leaves no timer wait behind.
 #include "core/deadline.hpp"
 #include "core/deadline_watch.hpp"
+#include "unit/spawn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -18,6 +19,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using airlock::test::spawn;
 using asio::ip::tcp;
 using airlock::core::cancel_after;
 using airlock::core::nothrow;
@@ -34,13 +36,6 @@ struct pair_of_sockets {
     far = acceptor.accept();
   }
 };
-
-template <typename Awaitable>
-void spawn(asio::io_context& io, Awaitable a) {
-  asio::co_spawn(io, std::move(a), [](std::exception_ptr e) {
-    if (e) std::rethrow_exception(e);
-  });
-}
 
 struct read_outcome {
   bool passed = false;

@@ -4,6 +4,7 @@
 // torn down mid-wait.
 #include "core/deadline.hpp"
 #include "proxy/own_socket.hpp"
+#include "unit/spawn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,17 +21,11 @@
 namespace {
 
 namespace asio = boost::asio;
+using airlock::test::spawn;
 using asio::ip::tcp;
 using airlock::core::nothrow;
 using airlock::proxy::accept_nonblocking;
 using namespace std::chrono_literals;
-
-template <typename Awaitable>
-void spawn(asio::io_context& io, Awaitable a) {
-  asio::co_spawn(io, std::move(a), [](std::exception_ptr e) {
-    if (e) std::rethrow_exception(e);
-  });
-}
 
 struct accepted_one {
   boost::system::error_code ec;

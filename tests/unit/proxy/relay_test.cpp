@@ -3,6 +3,7 @@
 // read its socket empty), a meter that cuts, and a loop torn down mid-relay.
 #include "core/deadline.hpp"
 #include "proxy/relay.hpp"
+#include "unit/spawn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -21,6 +22,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using airlock::test::spawn;
 using asio::ip::tcp;
 using airlock::core::nothrow;
 using airlock::proxy::relay;
@@ -47,15 +49,6 @@ struct wiring {
     std::tie(relay_upstream, upstream) = socket_pair(io);
   }
 };
-
-// A coroutine lambda must not capture (the lambda object is gone once it has returned its
-// awaitable): the tests pass `w` and the like as parameters, and these outlive the loop.
-template <typename Awaitable>
-void spawn(asio::io_context& io, Awaitable a) {
-  asio::co_spawn(io, std::move(a), [](std::exception_ptr e) {
-    if (e) std::rethrow_exception(e);
-  });
-}
 
 // Reads to EOF (or a reset), bounded. `ended`: how, eof for a FIN, connection_reset for a RST.
 asio::awaitable<std::string> read_all(tcp::socket& s, boost::system::error_code* ended = nullptr) {

@@ -2,6 +2,7 @@
 // head that comes in two parts, a client that stays silent (with and without a quiet
 // limit), and one that closes half-way.
 #include "proxy/sniff.hpp"
+#include "unit/spawn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,6 +20,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using airlock::test::spawn;
 using asio::ip::tcp;
 using airlock::proxy::sniff;
 using airlock::proxy::sniffed;
@@ -52,13 +54,6 @@ asio::awaitable<void> send_later(tcp::socket& s, std::string later, std::chrono:
   co_await t.async_wait(asio::use_awaitable);
   co_await asio::async_write(s, asio::buffer(later), asio::use_awaitable);
   if (close) s.shutdown(tcp::socket::shutdown_send);
-}
-
-template <typename Awaitable>
-void spawn(asio::io_context& io, Awaitable a) {
-  asio::co_spawn(io, std::move(a), [](std::exception_ptr e) {
-    if (e) std::rethrow_exception(e);
-  });
 }
 
 const std::string head = "GET /x HTTP/1.1\r\nHost: example.test\r\n\r\n";

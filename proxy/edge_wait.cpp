@@ -84,9 +84,32 @@ void report_peer_close(boost::asio::ip::tcp::socket& s) noexcept {
   if (s.is_open()) registration_internals::asked(s) |= EPOLLRDHUP;
 }
 
-bool peer_close_maybe_queued(boost::asio::ip::tcp::socket& s) noexcept {
-  return !s.is_open() || (registration_internals::asked(s) & EPOLLRDHUP) == 0 ||
-         (registration_internals::last_reported(s) & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+namespace {
+
+// Whether the loop's reports for `s` say if a FIN came (EPOLLRDHUP is asked for).
+bool reports_fin(boost::asio::ip::tcp::socket& s) noexcept {
+  return s.is_open() && (registration_internals::asked(s) & EPOLLRDHUP) != 0;
+}
+
+}  // namespace
+
+unreported_input input_left_unreported(boost::asio::ip::tcp::socket& s) noexcept {
+  // Only airlock's registrations report FINs from the start (Asio's are told at a re-arm).
+  if (!reports_fin(s)) return unreported_input::unknown;
+  // A FIN, a hang-up, a reset or an urgent byte in the last report: each may still be
+  // there, and none raises another edge.
+  const bool reported = (registration_internals::last_reported(s) & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) != 0;
+  return registration_internals::read_may_find_bytes(s) || reported ? unreported_input::maybe : unreported_input::no;
+}
+
+after_short_read what_a_short_read_left(boost::asio::ip::tcp::socket& s) noexcept {
+  if (!reports_fin(s)) return after_short_read::look;
+  const auto last = registration_internals::last_reported(s);
+  if (last & EPOLLERR) return after_short_read::look;
+  if (last & EPOLLPRI) return after_short_read::read_again;
+  if (last & EPOLLRDHUP) return after_short_read::fin;
+  if (last & EPOLLHUP) return after_short_read::look;  // no FIN named: the report cannot say
+  return after_short_read::nothing;
 }
 
 }  // namespace airlock::proxy
@@ -103,7 +126,8 @@ boost::asio::awaitable<boost::system::error_code> next_connection(boost::asio::i
 
 void found_empty(boost::asio::ip::tcp::socket&) noexcept {}
 void report_peer_close(boost::asio::ip::tcp::socket&) noexcept {}
-bool peer_close_maybe_queued(boost::asio::ip::tcp::socket&) noexcept { return true; }
+unreported_input input_left_unreported(boost::asio::ip::tcp::socket&) noexcept { return unreported_input::unknown; }
+after_short_read what_a_short_read_left(boost::asio::ip::tcp::socket&) noexcept { return after_short_read::look; }
 
 }  // namespace airlock::proxy
 

@@ -77,17 +77,35 @@ boost::asio::awaitable<boost::system::error_code> next_connection(boost::asio::i
 // trying the socket (a recv that would find nothing). Without Asio's internals, nothing.
 void found_empty(boost::asio::ip::tcp::socket& s) noexcept;
 
-// A short read empties the socket, except that a FIN queued behind the bytes stays: the
-// next read returns it. Was it there? With EPOLLRDHUP asked for, the loop's last report
-// for the socket says: a FIN that came before that report is in it (epoll reports the
-// socket's state when it collects it), and one that came after raises a new edge, as
-// bytes do. So a relay that was told no FIN waits for the edge instead of looking again
-// (on TLS, one recv less per step). Asked for with `report_peer_close` before the
-// socket's next re-arm (the relay's first wait is an async_wait, which re-arms; the
-// re-arm also raises an edge for a FIN already there); until then, and without Asio's
-// internals, `peer_close_maybe_queued` says yes. Each loop runs on one thread: the report
-// is written by that thread's epoll_wait and read by its handlers.
+// Whether `s` may hold bytes or a FIN that its loop will not report again (their edge came
+// and went and nothing read `s` to the end since), so that a wait for the next edge could
+// wait past them:
+//  - `no` for a socket airlock registered (proxy/own_socket.hpp) whose every edge since a
+//    read of Asio's last found it empty was read to the end: Asio keeps that flag (a report
+//    sets it, its short read clears it; airlock's registration starts it cleared, since
+//    epoll reports a registration that is readable as it is added), and the loop's last
+//    report names no FIN, reset or urgent byte;
+//  - `maybe` for such a socket when either says otherwise: read it before waiting;
+//  - `unknown` for a socket Asio registered, or without Asio's internals: re-arm it
+//    (async_wait), after `report_peer_close`.
+enum class unreported_input { no, maybe, unknown };
+unreported_input input_left_unreported(boost::asio::ip::tcp::socket& s) noexcept;
+
+// A short read empties a socket, except that a FIN queued behind the bytes stays (the next
+// read returns it), and that a read stops short before an urgent byte with bytes behind it.
+// Which was it? With EPOLLRDHUP asked for, the loop's last report for the socket says: a FIN
+// that came before that report is in it (epoll reports the socket's state as it collects
+// it), and one that came after raises a new edge, as bytes do; an urgent byte not yet read
+// is reported as EPOLLPRI. So after a short read the relay waits for the next edge when
+// told `nothing`, passes the FIN on without reading it when told `fin`, reads on at once
+// when told `read_again`, and looks once more when told `look` (a reset reported, the
+// report cannot say, or without Asio's internals). A socket airlock registered asks for
+// EPOLLRDHUP from the start; one Asio registered asks once `report_peer_close` has been
+// called and the socket re-armed (its next async_wait; the re-arm also raises an edge for
+// a FIN already there). Each loop runs on one thread: the report is written by that
+// thread's epoll_wait and read by its handlers.
+enum class after_short_read { nothing, fin, read_again, look };
+after_short_read what_a_short_read_left(boost::asio::ip::tcp::socket& s) noexcept;
 void report_peer_close(boost::asio::ip::tcp::socket& s) noexcept;
-bool peer_close_maybe_queued(boost::asio::ip::tcp::socket& s) noexcept;
 
 }  // namespace airlock::proxy

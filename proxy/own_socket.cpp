@@ -17,18 +17,13 @@ namespace {
 // Hands `fd`, non-blocking and not shared with any other descriptor, to `s`.
 boost::system::error_code adopt(boost::asio::ip::tcp::socket& s, const boost::asio::ip::tcp& protocol, int fd) {
   boost::system::error_code ec;
-  s.assign(protocol, fd, ec);
-  if (ec) {
-    ::close(fd);
-    return ec;
-  }
 #if AIRLOCK_ASIO_INTERNALS
-  namespace ops = boost::asio::detail::socket_ops;
-  auto& impl = socket_internals::of(s);
-  impl.state_ = static_cast<ops::state_type>((impl.state_ | ops::internal_non_blocking) & ~ops::possible_dup);
+  ec = registration_internals::register_socket(s, protocol, fd);
 #else
-  s.native_non_blocking(true, ec);  // Asio's own ioctl: the only way to tell it
+  s.assign(protocol, fd, ec);
+  if (!ec) s.native_non_blocking(true, ec);  // Asio's own ioctl: the only way to tell it
 #endif
+  if (ec && s.native_handle() != fd) ::close(fd);  // never handed over
   return ec;
 }
 

@@ -4,7 +4,10 @@
 // operation), and it takes a descriptor it did not open for a possible duplicate, removing it
 // from epoll before closing it (EPOLL_CTL_DEL) in case another descriptor keeps the open file
 // alive. An upstream socket opened with SOCK_NONBLOCK, and a connection accept4(2) has just
-// returned with SOCK_NONBLOCK, need neither call. Where Asio's internals are out of reach
+// returned with SOCK_NONBLOCK, need neither call. airlock also registers these sockets with
+// their loop's epoll itself, asking for EPOLLRDHUP from the start (the relay's reads need to
+// know whether a FIN came: proxy/edge_wait.hpp), where adding it later would cost an
+// EPOLL_CTL_MOD per socket. Where Asio's internals are out of reach
 // (proxy/asio_internals.hpp) these take Asio's public way, and cost what they cost before.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -164,11 +164,8 @@ class relay_op : private core::deadline_watch::entry {
     }
     on_due = [](core::deadline_watch::entry& e) { static_cast<relay_op&>(e).timed_out(); };
     watch_.watch(*this, idle_limit_, ways_[0].from.get_executor());
-    // Each socket's first wait re-arms it (async_wait): from then on the loop says whether
-    // a FIN came with the bytes it reported, and a short read need not look again.
-    for (auto& w : ways_) report_peer_close(w.from);
-    wait_readable(0);
-    wait_readable(1);
+    first_wait(0);
+    first_wait(1);
   }
 
  private:
@@ -235,6 +232,23 @@ class relay_op : private core::deadline_watch::entry {
     const auto totals = totals_;
     delete this;
     std::move(handler)(totals);  // on the loop already: resume the awaiting coroutine here
+  }
+
+  // A socket airlock registered (proxy/own_socket.hpp) says whether it may hold what its
+  // loop will not report again: if so it is read at once, if not its first wait is for the
+  // next edge, with no system call. One Asio registered is re-armed (async_wait), asking
+  // epoll to report a FIN from then on.
+  void first_wait(std::size_t i) {
+    switch (input_left_unreported(ways_[i].from)) {
+      case unreported_input::no:
+        ways_[i].drained = true;
+        return wait_readable(i);
+      case unreported_input::maybe:  // read on the loop, as a wait's handler would be
+        return asio::post(ways_[i].from.get_executor(), [h = hold(this), i]() mutable { h.ran()->readable(i, {}); });
+      case unreported_input::unknown:
+        report_peer_close(ways_[i].from);
+        return wait_readable(i);
+    }
   }
 
   // A `from` read empty a moment ago waits for its next edge as it is (proxy/edge_wait.hpp);
@@ -315,12 +329,13 @@ class relay_op : private core::deadline_watch::entry {
       return failed(w, w.from, errno);
     }
     auto got = static_cast<std::size_t>(n);
-    if (got < asked && peer_close_maybe_queued(w.from)) {
-      // An answer and its sender's FIN often arrive together (a server that closes after
-      // writing): one more look finds the FIN now, so the bytes and the FIN leave as one
-      // segment and the way does not wait for the loop again only to read EOF. When the
-      // loop's report said no FIN (proxy/edge_wait.hpp), a FIN still to come raises an
-      // edge of its own: no look.
+    // An answer and its sender's FIN often arrive together (a server that closes after
+    // writing): the FIN found now leaves with the bytes, as one segment, and the way does
+    // not wait for the loop again only to read EOF. The loop's last report says whether it
+    // came (proxy/edge_wait.hpp); when it cannot say, one more look.
+    const auto left = got < asked ? what_a_short_read_left(w.from) : after_short_read::nothing;
+    if (left == after_short_read::fin) w.eof_next = true;
+    if (left == after_short_read::look) {
       const auto more = ::recv(w.from.native_handle(), w.buffer->bytes.data() + got, asked - got, MSG_DONTWAIT);
       if (more == 0) w.eof_next = true;
       if (more > 0) got += static_cast<std::size_t>(more);
@@ -329,8 +344,10 @@ class relay_op : private core::deadline_watch::entry {
       if (more < 0 && !would_block() && errno != EINTR) w.reset_next = errno;
     }
     w.pending = w.moved = got;
-    w.full = got == asked;
-    w.drained = got < asked;  // a short read emptied the socket
+    // Bytes behind an urgent byte are read at once, as after a full read; any other short
+    // read emptied the socket.
+    w.full = got == asked || left == after_short_read::read_again;
+    w.drained = got < asked && left != after_short_read::read_again;
     if (got == w.buffer->bytes.size()) w.bulk = true;
     flush(i);
   }

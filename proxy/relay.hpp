@@ -11,15 +11,15 @@
 // Buffers and pipes come from per-thread pools and go back empty; where splice is refused
 // (EINVAL) the copy goes on. A bulk direction keeps moving while its reads come back full
 // (up to 16 steps, then it waits its turn in the loop), through pipes of 1 MiB where the
-// kernel allows it. A copied step that was not full looks once more when the loop's report
-// says a FIN came (proxy/edge_wait.hpp): a FIN queued behind the bytes leaves with them, as
-// one segment. A meter's room bounds every step, so a byte budget is overrun by one byte at
-// most.
+// kernel allows it. After a copied step that was not full, the loop's last report says
+// whether the peer's FIN is queued behind the bytes (proxy/edge_wait.hpp): if so it leaves
+// with them, as one segment, without a read of its own. A meter's room bounds every step, so
+// a byte budget is overrun by one byte at most.
 //
 // An idle relayed connection costs one small heap object, two pending waits (either
-// socket readable; a way that read its socket empty waits inside that object, with no
-// epoll_ctl: proxy/edge_wait.hpp) and a node in its event loop's idle watchdog (one timer
-// per loop):
+// socket readable; a way whose socket was read empty waits inside that object, with no
+// epoll_ctl, from its first wait on for sockets airlock registered: proxy/edge_wait.hpp) and
+// a node in its event loop's idle watchdog (one timer per loop):
 // relay() is a single asynchronous operation driven by completion handlers, not a
 // coroutine per direction joined with && and || (that shape weighed several KiB per
 // connection; see proxy/README.md, "Memory per idle connection").

@@ -1,7 +1,11 @@
 // The relay on loopback: bytes both ways with half-close, a reset passed on as a reset,
 // the idle timeout (and traffic pushing it back: each byte after the first wakes a way that
-// read its socket empty), a meter that cuts, and a loop torn down mid-relay.
+// read its socket empty), a meter that cuts, and a loop torn down mid-relay. The relay's
+// sockets are opened as the data path opens them (registered with the loop by airlock,
+// proxy/own_socket.hpp); the tests that turn on what the loop reported also run on sockets
+// Asio registered.
 #include "core/deadline.hpp"
+#include "proxy/own_socket.hpp"
 #include "proxy/relay.hpp"
 #include "unit/spawn.hpp"
 
@@ -31,10 +35,13 @@ using airlock::proxy::relay_totals;
 using airlock::proxy::reset_by;
 using namespace std::chrono_literals;
 
-// A connected pair of loopback sockets.
-std::pair<tcp::socket, tcp::socket> socket_pair(asio::io_context& io) {
+enum class opened_by { airlock, asio };
+
+// A connected pair of loopback sockets: the first opened as `by` opens its sockets.
+std::pair<tcp::socket, tcp::socket> socket_pair(asio::io_context& io, opened_by by = opened_by::airlock) {
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
   tcp::socket a(io);
+  if (by == opened_by::airlock) REQUIRE_FALSE(airlock::proxy::open_nonblocking(a, tcp::v4()));
   a.connect(acceptor.local_endpoint());
   tcp::socket b = acceptor.accept();
   return {std::move(a), std::move(b)};
@@ -44,11 +51,19 @@ std::pair<tcp::socket, tcp::socket> socket_pair(asio::io_context& io) {
 struct wiring {
   asio::io_context io;
   tcp::socket client{io}, relay_client{io}, relay_upstream{io}, upstream{io};
-  wiring() {
-    std::tie(client, relay_client) = socket_pair(io);
-    std::tie(relay_upstream, upstream) = socket_pair(io);
+  explicit wiring(opened_by by = opened_by::airlock) {
+    std::tie(relay_client, client) = socket_pair(io, by);
+    std::tie(relay_upstream, upstream) = socket_pair(io, by);
   }
 };
+
+// Which way the relay's sockets were opened, as a doctest subcase of the test that calls it.
+opened_by either_way() {
+  opened_by by = opened_by::airlock;
+  SUBCASE("sockets airlock registered") { by = opened_by::airlock; }
+  SUBCASE("sockets Asio registered") { by = opened_by::asio; }
+  return by;
+}
 
 // Reads to EOF (or a reset), bounded. `ended`: how, eof for a FIN, connection_reset for a RST.
 asio::awaitable<std::string> read_all(tcp::socket& s, boost::system::error_code* ended = nullptr) {
@@ -110,7 +125,7 @@ asio::awaitable<void> relay_then_mark(wiring& w, bool& unwound) {
 }  // namespace
 
 TEST_CASE("relay: both ways, a half-close passed on, byte counts") {
-  wiring w;
+  wiring w(either_way());
   outcome out;
   std::string at_upstream, at_client;
   spawn(w.io, run_relay(w, out, 5s));
@@ -183,7 +198,7 @@ TEST_CASE("relay: a small exchange copied, then a stream that turns bulk (splice
 }
 
 TEST_CASE("relay: an answer that arrives with its FIN is passed on whole, then the FIN; the other way goes on") {
-  wiring w;
+  wiring w(either_way());
   outcome out;
   // Both are queued before the relay first looks: its read finds the bytes, its second
   // look the FIN, and the two leave together (MSG_MORE, then the half-close).
@@ -224,7 +239,7 @@ asio::awaitable<void> answer_then_close(wiring& ws, std::chrono::milliseconds be
 }
 
 TEST_CASE("relay: an answer and its FIN in one report from the loop: the FIN is found behind the bytes") {
-  wiring w;
+  wiring w(either_way());
   outcome out;
   std::string at_client;
   spawn(w.io, run_relay(w, out, 30s));
@@ -241,7 +256,7 @@ TEST_CASE("relay: an answer and its FIN in one report from the loop: the FIN is 
 }
 
 TEST_CASE("relay: a FIN that comes after its answer was read is passed on at once") {
-  wiring w;
+  wiring w(either_way());
   outcome out;
   std::string at_client;
   spawn(w.io, run_relay(w, out, 30s));
@@ -258,8 +273,113 @@ TEST_CASE("relay: a FIN that comes after its answer was read is passed on at onc
   CHECK(out.totals->down == 6);
 }
 
+TEST_CASE("relay: an answer the loop reported before the relay began (no FIN behind it) is read at once") {
+  wiring w(either_way());
+  outcome out;
+  asio::write(w.upstream, asio::buffer("answer", 6));
+  std::string at_client;
+  spawn(w.io, [](wiring& ws, outcome& o) -> asio::awaitable<void> {
+    asio::steady_timer t(ws.io, 50ms);  // the loop reports the answer while nothing waits for it
+    co_await t.async_wait(nothrow);
+    co_await run_relay(ws, o, 3s);
+  }(w, out));
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    std::string answer(6, '\0');
+    co_await asio::async_read(ws.client, asio::buffer(answer), nothrow);
+    got = answer;
+    ws.upstream.shutdown(tcp::socket::shutdown_send);  // only now: its edge would wake the relay
+    ws.client.shutdown(tcp::socket::shutdown_send);
+  }(w, at_client));
+  w.io.run_for(10s);
+  REQUIRE(out.totals.has_value());
+  CHECK(at_client == "answer");
+  CHECK_FALSE(out.totals->idle_timeout);
+  CHECK(out.took < 2s);
+}
+
+TEST_CASE("relay: an answer read short with no FIN reported is not taken for the end: later bytes follow it") {
+  wiring w(either_way());
+  outcome out;
+  std::string at_client;
+  spawn(w.io, run_relay(w, out, 30s));
+  spawn(w.io, [](wiring& ws) -> asio::awaitable<void> {
+    asio::steady_timer t(ws.io, 50ms);
+    co_await t.async_wait(nothrow);
+    asio::write(ws.upstream, asio::buffer("answer", 6));
+    t.expires_after(100ms);  // read and passed on before the rest comes
+    co_await t.async_wait(nothrow);
+    asio::write(ws.upstream, asio::buffer("+more", 5));
+    ws.upstream.shutdown(tcp::socket::shutdown_send);
+  }(w));
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(ws.client);
+    ws.client.shutdown(tcp::socket::shutdown_send);
+  }(w, at_client));
+  w.io.run_for(40s);
+  REQUIRE(out.totals.has_value());
+  CHECK(out.took < 5s);
+  CHECK(at_client == "answer+more");
+  CHECK(out.totals->down == 11);
+}
+
+TEST_CASE("relay: bytes behind an urgent byte are not left behind, nor is the FIN after them") {
+  wiring w(either_way());
+  outcome out;
+  // Queued before the relay first looks. A read stops short before an urgent byte, so the
+  // short read that a FIN in the same report would otherwise end leaves "def" and the FIN
+  // behind it; the urgent byte itself is not passed on (nothing reads out-of-band data).
+  asio::write(w.upstream, asio::buffer("abc", 3));
+  w.upstream.send(asio::buffer("X", 1), tcp::socket::message_out_of_band);
+  asio::write(w.upstream, asio::buffer("def", 3));
+  w.upstream.shutdown(tcp::socket::shutdown_send);
+  std::string at_client;
+  spawn(w.io, run_relay(w, out, 30s));
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(ws.client);
+    ws.client.shutdown(tcp::socket::shutdown_send);
+  }(w, at_client));
+  w.io.run_for(40s);
+  REQUIRE(out.totals.has_value());
+  CHECK(out.took < 5s);
+  CHECK_FALSE(out.totals->idle_timeout);
+  CHECK(at_client == "abcdef");
+}
+
+TEST_CASE("relay: bytes and a FIN that came before airlock accepted the connection are relayed, with no poll between") {
+  asio::io_context io;
+  tcp::acceptor listener(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+  tcp::socket client(io);
+  client.connect(listener.local_endpoint());
+  asio::write(client, asio::buffer("early", 5));
+  client.shutdown(tcp::socket::shutdown_send);
+  auto [relay_upstream, upstream] = socket_pair(io);
+  tcp::socket relay_client(io);
+  outcome out;
+  std::string at_upstream;
+  // Accepted and relayed in one go, before the loop polls again: the relay's first wait
+  // is for the next edge (airlock's registration knows of no bytes), and epoll reports
+  // what was there when the socket was added to it.
+  spawn(io, [](tcp::acceptor& l, tcp::socket& c, tcp::socket& u, outcome& o) -> asio::awaitable<void> {
+    auto accepted = co_await airlock::proxy::accept_nonblocking(l);
+    REQUIRE_FALSE(accepted.ec);
+    c = std::move(accepted.socket);
+    const auto started = std::chrono::steady_clock::now();
+    o.totals = co_await relay(c, u, 30s);
+    o.took = std::chrono::steady_clock::now() - started;
+  }(listener, relay_client, relay_upstream, out));
+  spawn(io, [](tcp::socket& u, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(u);
+    u.shutdown(tcp::socket::shutdown_send);
+  }(upstream, at_upstream));
+  io.run_for(40s);
+  REQUIRE(out.totals.has_value());
+  CHECK(out.took < 5s);
+  CHECK(at_upstream == "early");
+  CHECK(out.totals->up == 5);
+}
+
 TEST_CASE("relay: an answer with a reset queued behind it is passed on, then the reset") {
-  wiring w;
+  wiring w(either_way());
   outcome out;
   // Both are queued before the relay first looks: its read finds the bytes and its second
   // look takes the reset, which the socket reports only that once (a read after it finds
@@ -332,7 +452,7 @@ TEST_CASE("relay: an idle connection ends at the idle limit, traffic pushes it b
 TEST_CASE("relay: relays with different idle limits on one loop each end at their own") {
   wiring a;  // and a second pair of pairs on the same loop
   tcp::socket b_client(a.io), b_relay_client(a.io), b_relay_upstream(a.io), b_upstream(a.io);
-  std::tie(b_client, b_relay_client) = socket_pair(a.io);
+  std::tie(b_relay_client, b_client) = socket_pair(a.io);
   std::tie(b_relay_upstream, b_upstream) = socket_pair(a.io);
   outcome slow, fast;
   spawn(a.io, run_relay(a, slow, 900ms));

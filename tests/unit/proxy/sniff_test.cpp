@@ -1,6 +1,8 @@
 // sniff() on loopback: the first bytes already queued when it starts (read at once), a
 // head that comes in two parts, a client that stays silent (with and without a quiet
-// limit), and one that closes half-way.
+// limit), and one that closes half-way. The sniffed socket is accepted as the data path
+// accepts (proxy/own_socket.hpp: registered with its loop by airlock).
+#include "proxy/own_socket.hpp"
 #include "proxy/sniff.hpp"
 #include "unit/spawn.hpp"
 
@@ -32,7 +34,13 @@ struct pair_on_loopback {
   pair_on_loopback() {
     tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
     client.connect(acceptor.local_endpoint());
-    accepted = acceptor.accept();
+    airlock::test::spawn(io, [](tcp::acceptor& from, tcp::socket& into) -> asio::awaitable<void> {
+      auto got = co_await airlock::proxy::accept_nonblocking(from);
+      REQUIRE_FALSE(got.ec);
+      into = std::move(got.socket);
+    }(acceptor, accepted));
+    io.run();
+    io.restart();
   }
 };
 

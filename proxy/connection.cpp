@@ -140,21 +140,24 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     }
   }
 
-  // 7. Connect; the client's first bytes go first.
+  // 7. Connect; the client's first bytes go first (most often with the connect's check).
   const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
-                                                        targets, port);
+                                                        targets, port, first.bytes);
   if (!reached) {
     co_await steps::refuse_unreached(client, sniffed::kind::unknown, guard, reached);
     co_return false;
   }
   rec.upstream = text(*reached);
-  auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(first.bytes), nothrow);
-  if (wec) {
-    rec.bytes_up = wn;
-    rec.bytes_down = 0;
-    co_return false;
+  sent_up = reached.sent_first;
+  if (sent_up < first.bytes.size()) {
+    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(first.bytes) + sent_up, nothrow);
+    sent_up += wn;
+    if (wec) {
+      rec.bytes_up = sent_up;
+      rec.bytes_down = 0;
+      co_return false;
+    }
   }
-  sent_up = wn;
   line.take(guard);
   co_return true;
 }

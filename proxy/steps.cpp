@@ -347,15 +347,31 @@ int start_connect(tcp::socket& s, const tcp::endpoint& ep) noexcept {
   return errno == EINPROGRESS || errno == EINTR ? 0 : errno;  // EINTR: the connect goes on, as with EINPROGRESS
 }
 
-// Connected already. To an origin on a local link (a veth, a bridge) the handshake has
-// usually finished by the time connect() returns EINPROGRESS, its SYN-ACK handled on the
-// way; then one getpeername spares the wait for writable, the epoll_ctl that arms it and
-// the SO_ERROR read after it. (getpeername fails while the SYN is unanswered, or after the
-// connect failed.)
-bool established(tcp::socket& s) noexcept {
-  sockaddr_storage peer{};
-  socklen_t size = sizeof peer;
-  return ::getpeername(s.native_handle(), reinterpret_cast<sockaddr*>(&peer), &size) == 0;
+// Whether the connect under way is established already, and if so `first` sent (what the
+// socket took of it: `sent`). To an origin on a local link (a veth, a bridge) the handshake
+// has usually finished by the time connect() returns EINPROGRESS, its SYN-ACK handled on the
+// way; then one call spares the wait for writable, the epoll_ctl that arms it and the
+// SO_ERROR read after it. With bytes to send that call is the send: a socket still
+// connecting refuses it with EAGAIN, one whose connect failed with the connect's error.
+// With none it is getpeername, which fails in both cases.
+enum class connect_state { established, under_way, failed };
+connect_state check_established(tcp::socket& s, std::span<const std::byte> first, std::size_t& sent) noexcept {
+  if (first.empty()) {
+    sockaddr_storage peer{};
+    socklen_t size = sizeof peer;
+    return ::getpeername(s.native_handle(), reinterpret_cast<sockaddr*>(&peer), &size) == 0
+               ? connect_state::established
+               : connect_state::under_way;  // or failed: the wait for writable tells
+  }
+  for (;;) {
+    const auto n = ::send(s.native_handle(), first.data(), first.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent = static_cast<std::size_t>(n);
+      return connect_state::established;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? connect_state::under_way : connect_state::failed;
+  }
 }
 
 // How the connect under way ended, once the socket is writable.
@@ -370,7 +386,8 @@ bool connected(tcp::socket& s) noexcept {
 // By hand rather than asio::async_connect, which polls the writable socket once more
 // before it reads SO_ERROR: SO_ERROR alone says how the connect went.
 asio::awaitable<upstream_reached> connect_any(tcp::socket& upstream, const std::vector<asio::ip::address>& addresses,
-                                              std::uint16_t port, std::chrono::steady_clock::duration limit) {
+                                              std::uint16_t port, std::chrono::steady_clock::duration limit,
+                                              std::span<const std::byte> first) {
   const core::cancel_after deadline(upstream, limit, core::when_due::close);
   upstream_reached out;
   for (const auto& address : addresses) {
@@ -380,7 +397,10 @@ asio::awaitable<upstream_reached> connect_any(tcp::socket& upstream, const std::
       if (out.out_of_descriptors) break;  // no other address needs fewer
       continue;
     }
-    if (established(upstream)) co_return upstream_reached{ep};
+    std::size_t sent = 0;
+    const auto state = check_established(upstream, first, sent);
+    if (state == connect_state::established) co_return upstream_reached{ep, false, sent};
+    if (state == connect_state::failed) continue;  // refused, unreachable: the next address
     auto [ec] = co_await upstream.async_wait(tcp::socket::wait_write, nothrow);
     if (deadline.passed()) break;
     if (!ec && connected(upstream)) co_return upstream_reached{ep};
@@ -392,9 +412,10 @@ asio::awaitable<upstream_reached> connect_any(tcp::socket& upstream, const std::
 
 asio::awaitable<upstream_reached> connect_resolved(tcp::socket& upstream, proxy_context& ctx,
                                                    const policy::compiled_policy& p, const policy::domain_name* name,
-                                                   const std::vector<asio::ip::address>& targets, std::uint16_t port) {
+                                                   const std::vector<asio::ip::address>& targets, std::uint16_t port,
+                                                   std::span<const std::byte> first) {
   const auto started = std::chrono::steady_clock::now();
-  auto reached = co_await connect_any(upstream, targets, port, ctx.settings.connect_limit);
+  auto reached = co_await connect_any(upstream, targets, port, ctx.settings.connect_limit, first);
   if (reached || reached.out_of_descriptors) co_return reached;
   const auto left = ctx.settings.connect_limit - (std::chrono::steady_clock::now() - started);
   if (!name || targets.empty() || left <= std::chrono::steady_clock::duration::zero()) co_return reached;
@@ -403,7 +424,7 @@ asio::awaitable<upstream_reached> connect_resolved(tcp::socket& upstream, proxy_
                                                                                      : dns::wire::type::aaaa);
   std::erase_if(others, [&](const asio::ip::address& a) { return !permitted(p, a, port); });
   if (others.empty()) co_return reached;
-  co_return co_await connect_any(upstream, others, port, left);
+  co_return co_await connect_any(upstream, others, port, left, first);
 }
 
 asio::awaitable<void> refuse_unreached(tcp::socket& client, sniffed::kind channel, emit_once& line,

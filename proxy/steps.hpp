@@ -15,7 +15,9 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -128,15 +130,19 @@ boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(
 struct upstream_reached {
   std::optional<boost::asio::ip::tcp::endpoint> at;
   bool out_of_descriptors = false;
+  std::size_t sent_first = 0;  // of the first bytes connect_any was given, those it sent
   explicit operator bool() const noexcept { return at.has_value(); }
   const boost::asio::ip::tcp::endpoint& operator*() const { return *at; }
 };
 
 // Connects to the first address that answers, within one overall deadline. When nothing
-// is reached the socket is closed; out of descriptors, no further address is tried.
+// is reached the socket is closed; out of descriptors, no further address is tried. `first`
+// (the client's first bytes, if any) is sent as soon as the connect is established, as
+// much of it as the socket takes at once; the caller sends the rest (`sent_first`).
 boost::asio::awaitable<upstream_reached> connect_any(boost::asio::ip::tcp::socket& upstream,
                                                      const std::vector<boost::asio::ip::address>& addresses,
-                                                     std::uint16_t port, std::chrono::steady_clock::duration limit);
+                                                     std::uint16_t port, std::chrono::steady_clock::duration limit,
+                                                     std::span<const std::byte> first = {});
 
 // connect_any over own_resolution's `targets` within the connect limit. When none answers
 // and the connection is named, the other address family's addresses that the cache holds
@@ -147,7 +153,7 @@ boost::asio::awaitable<upstream_reached> connect_resolved(boost::asio::ip::tcp::
                                                           const policy::compiled_policy& p,
                                                           const policy::domain_name* name,
                                                           const std::vector<boost::asio::ip::address>& targets,
-                                                          std::uint16_t port);
+                                                          std::uint16_t port, std::span<const std::byte> first = {});
 
 // The refusal of a connection whose upstream was not reached: upstream_unreachable, or
 // limit_exceeded with limit:open_files when airlock had no descriptor for the socket.

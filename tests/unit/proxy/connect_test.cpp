@@ -1,11 +1,14 @@
 // steps::connect_any on loopback: the first address that answers is the one connected
 // (one that refuses is skipped), nobody answering leaves the socket closed, a connect
 // answered late is waited for, one that never completes ends at the deadline, and one
-// that cannot get a socket says airlock was out of descriptors.
+// that cannot get a socket says airlock was out of descriptors. Given the client's first
+// bytes, it sends them as its check that the connect was established, or leaves them to
+// the caller when it had to wait.
 #include "proxy/steps.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <doctest/doctest.h>
@@ -13,6 +16,8 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include <fcntl.h>
@@ -37,12 +42,13 @@ struct attempt {
 };
 
 void run_connect(asio::io_context& io, tcp::socket& upstream, std::vector<asio::ip::address> addresses,
-                 std::uint16_t port, std::chrono::steady_clock::duration limit, attempt& out) {
+                 std::uint16_t port, std::chrono::steady_clock::duration limit, attempt& out,
+                 std::span<const std::byte> first = {}) {
   asio::co_spawn(
       io,
-      [&upstream, addresses, port, limit, &out]() -> asio::awaitable<void> {
+      [&upstream, addresses, port, limit, &out, first]() -> asio::awaitable<void> {
         const auto started = std::chrono::steady_clock::now();
-        out.reached = co_await connect_any(upstream, addresses, port, limit);
+        out.reached = co_await connect_any(upstream, addresses, port, limit, first);
         out.took = std::chrono::steady_clock::now() - started;
       },
       [](std::exception_ptr e) {
@@ -61,6 +67,20 @@ tcp::acceptor refusing(asio::io_context& io, const asio::ip::address& address, s
 
 const auto loopback = asio::ip::make_address("127.0.0.1");
 const auto loopback2 = asio::ip::make_address("127.0.0.2");
+
+const std::string hello = "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n";
+std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span(s)); }
+
+// What `listener`'s next connection (waiting already) has sent, up to `n` bytes.
+std::string received(tcp::acceptor& listener, std::size_t n) {
+  listener.non_blocking(true);  // a failed check before must not hang the test here
+  boost::system::error_code ec;
+  auto s = listener.accept(ec);
+  if (ec) return "(no connection)";
+  std::string got(n, '\0');
+  asio::read(s, asio::buffer(got), ec);
+  return got;
+}
 
 }  // namespace
 
@@ -88,6 +108,21 @@ TEST_CASE("connect_any: an address that refuses is skipped for the next one that
   boost::system::error_code ec;
   listening.accept(ec);
   CHECK_FALSE(ec);  // and the listener has it
+}
+
+TEST_CASE("connect_any: the first bytes go with the check that the connect was established, past a refusing address") {
+  asio::io_context io;
+  tcp::acceptor listening(io, tcp::endpoint(loopback2, 0));
+  const auto port = listening.local_endpoint().port();
+  auto closed = refusing(io, loopback, port);
+  tcp::socket upstream(io);
+  attempt out;
+  run_connect(io, upstream, {loopback, loopback2}, port, 5s, out, bytes_of(hello));
+  REQUIRE(out.reached.has_value());
+  REQUIRE(out.reached->at.has_value());
+  CHECK(**out.reached == tcp::endpoint(loopback2, port));
+  CHECK(out.reached->sent_first == hello.size());  // a local link: established when connect() returned
+  CHECK(received(listening, hello.size()) == hello);
 }
 
 TEST_CASE("connect_any: when every address refuses, nothing is reached and the socket is closed") {
@@ -145,6 +180,20 @@ TEST_CASE("connect_any: a connect still under way when connect() returns is wait
   CHECK(**out.reached == tcp::endpoint(loopback, full.port));
   CHECK(upstream.remote_endpoint() == tcp::endpoint(loopback, full.port));
   CHECK(out.took >= 500ms);  // it waited for the SYN's retry
+}
+
+TEST_CASE("connect_any: first bytes for a connect still under way are left to the caller") {
+  asio::io_context io;
+  full_listener full(io);
+  asio::steady_timer later(io, 100ms);
+  later.async_wait([&](boost::system::error_code) { full.acceptor.accept(); });
+  tcp::socket upstream(io);
+  attempt out;
+  run_connect(io, upstream, {loopback}, full.port, 5s, out, bytes_of(hello));
+  REQUIRE(out.reached.has_value());
+  REQUIRE(out.reached->at.has_value());
+  CHECK(out.reached->sent_first == 0);  // its send found the SYN unanswered: nothing sent
+  CHECK(out.took >= 500ms);
 }
 
 TEST_CASE("connect_any: a connect that never completes ends at the deadline") {

@@ -112,6 +112,12 @@ asio::awaitable<void> drain(tcp::socket& s, std::string& into, boost::system::er
   into = co_await read_all(s, ended);
 }
 
+// Reads `s` to its end (the relay passed a FIN on), then ends its own way too.
+asio::awaitable<void> read_then_end(tcp::socket& s, std::string& got) {
+  got = co_await read_all(s);
+  s.shutdown(tcp::socket::shutdown_send);
+}
+
 struct on_unwind {
   bool& flag;
   ~on_unwind() { flag = true; }
@@ -244,10 +250,7 @@ TEST_CASE("relay: an answer and its FIN in one report from the loop: the FIN is 
   std::string at_client;
   spawn(w.io, run_relay(w, out, 30s));
   spawn(w.io, answer_then_close(w, 0ms));  // both sent before the loop polls again
-  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
-    got = co_await read_all(ws.client);  // ends at the passed-on FIN
-    ws.client.shutdown(tcp::socket::shutdown_send);
-  }(w, at_client));
+  spawn(w.io, read_then_end(w.client, at_client));
   w.io.run_for(40s);
   REQUIRE(out.totals.has_value());
   CHECK(out.took < 5s);  // not the idle limit: the FIN was not left unread
@@ -261,10 +264,7 @@ TEST_CASE("relay: a FIN that comes after its answer was read is passed on at onc
   std::string at_client;
   spawn(w.io, run_relay(w, out, 30s));
   spawn(w.io, answer_then_close(w, 100ms));  // the bytes are read and passed on first
-  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
-    got = co_await read_all(ws.client);
-    ws.client.shutdown(tcp::socket::shutdown_send);
-  }(w, at_client));
+  spawn(w.io, read_then_end(w.client, at_client));
   w.io.run_for(40s);
   REQUIRE(out.totals.has_value());
   CHECK(out.took < 5s);
@@ -311,10 +311,7 @@ TEST_CASE("relay: an answer read short with no FIN reported is not taken for the
     asio::write(ws.upstream, asio::buffer("+more", 5));
     ws.upstream.shutdown(tcp::socket::shutdown_send);
   }(w));
-  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
-    got = co_await read_all(ws.client);
-    ws.client.shutdown(tcp::socket::shutdown_send);
-  }(w, at_client));
+  spawn(w.io, read_then_end(w.client, at_client));
   w.io.run_for(40s);
   REQUIRE(out.totals.has_value());
   CHECK(out.took < 5s);
@@ -334,10 +331,7 @@ TEST_CASE("relay: bytes behind an urgent byte are not left behind, nor is the FI
   w.upstream.shutdown(tcp::socket::shutdown_send);
   std::string at_client;
   spawn(w.io, run_relay(w, out, 30s));
-  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
-    got = co_await read_all(ws.client);
-    ws.client.shutdown(tcp::socket::shutdown_send);
-  }(w, at_client));
+  spawn(w.io, read_then_end(w.client, at_client));
   w.io.run_for(40s);
   REQUIRE(out.totals.has_value());
   CHECK(out.took < 5s);

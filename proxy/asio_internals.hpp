@@ -2,9 +2,10 @@
 // The one place the data path reaches into Asio's implementation (boost::asio::detail): to
 // wait on a drained socket without re-arming it and to read what epoll last reported of a
 // socket (proxy/edge_wait.hpp), and to register the sockets airlock makes with their loop
-// itself, telling Asio what airlock already knows of them (proxy/own_socket.hpp). All save system calls on every
-// connection; all exist only for the Asio they were written against (Boost 1.81, the epoll
-// reactor). Anywhere else AIRLOCK_ASIO_INTERNALS is 0 and the callers take Asio's public way.
+// itself, telling Asio what airlock already knows of them (proxy/own_socket.hpp). All save
+// system calls on every connection; all exist only for the Asio they were written against
+// (Boost 1.81, the epoll reactor). Anywhere else AIRLOCK_ASIO_INTERNALS is 0 and the callers
+// take Asio's public way.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
 

@@ -361,10 +361,7 @@ TEST_CASE("relay: bytes and a FIN that came before airlock accepted the connecti
     o.totals = co_await relay(c, u, 30s);
     o.took = std::chrono::steady_clock::now() - started;
   }(listener, relay_client, relay_upstream, out));
-  spawn(io, [](tcp::socket& u, std::string& got) -> asio::awaitable<void> {
-    got = co_await read_all(u);
-    u.shutdown(tcp::socket::shutdown_send);
-  }(upstream, at_upstream));
+  spawn(io, read_then_end(upstream, at_upstream));
   io.run_for(40s);
   REQUIRE(out.totals.has_value());
   CHECK(out.took < 5s);

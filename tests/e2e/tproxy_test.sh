@@ -33,6 +33,7 @@ world_start_airlock -c "$W/airlock.yaml"
 world_tcp_banner "$ORIGIN_IP" 22
 world_tcp_banner "$ATTACKER_IP" 22
 # A server that speaks first (SMTP-like): the client sends nothing until it has the greeting.
+# Told URG, it answers with an urgent (out-of-band) byte between two parts, and closes.
 ip netns exec "$NET" timeout 120 python3 -c '
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -40,7 +41,11 @@ s.bind(("203.0.113.10", 2525)); s.listen(16)
 while True:
     c, _ = s.accept(); c.settimeout(5)
     try:
-        c.sendall(b"220 airlock-e2e ready\r\n"); c.sendall(b"250 got " + c.recv(256))
+        c.sendall(b"220 airlock-e2e ready\r\n"); line = c.recv(256)
+        if line.startswith(b"URG"):
+            c.sendall(b"before|"); c.send(b"!", socket.MSG_OOB); c.sendall(b"|after")
+        else:
+            c.sendall(b"250 got " + line)
     except OSError:
         pass
     c.close()
@@ -95,6 +100,23 @@ expect "a client waiting for the server's greeting gets it" \
   body_is "220 airlock-e2e ready | 250 got HELO sandbox | in time" speaks_first
 expect "  its connect line: tcp, client_silent, named from the DNS answer" \
   line event=connect proto=tcp dst=203.0.113.10:2525 name=ssh.airlock.test verdict=allow notes~=client_silent
+# A read stops short before an urgent byte: the bytes behind it and the server's FIN must
+# not wait for the idle limit. The urgent byte itself is not passed on (nothing relays
+# out-of-band data).
+urgent_then_close() {
+  world_sbx timeout 10 python3 -c '
+import socket, time
+c = socket.create_connection(("203.0.113.10", 2525), timeout=8)
+c.recv(256); c.sendall(b"URG\r\n"); t = time.monotonic(); got = b""
+while True:
+    d = c.recv(256)
+    if not d:
+        break
+    got += d
+print(got.decode(), "in time" if time.monotonic() - t < 3 else "late")'
+}
+expect "bytes behind a server's urgent byte, and its close, reach the client at once" \
+  body_is "before||after in time" urgent_then_close
 stalled_hello() {
   world_sbx timeout 15 python3 -c '
 import socket, time

@@ -118,6 +118,19 @@ void reset_both(tcp::socket& a, tcp::socket& b, const tcp::socket* failed = null
 
 bool would_block() noexcept { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
+// splice never passes an urgent byte (MSG_OOB): stopped at one, it moves nothing, or returns
+// 0 when a FIN is behind it, until a read steps over the byte. Whether that is why a splice
+// from `s` moved nothing (or returned 0: `ended`): the loop's last report names an urgent
+// byte, or, when it cannot say or the splice returned 0, the socket is at the urgent mark.
+// A 0 asks the socket (one system call, once per bulk stream) because an urgent byte and a
+// FIN that came while the way moved bulk steps without polling are in no report yet.
+bool stopped_at_urgent_byte(tcp::socket& s, bool ended) noexcept {
+  const auto left = what_a_short_read_left(s);
+  if (left == after_short_read::read_again) return true;
+  if (!ended && left != after_short_read::look) return false;
+  return ::sockatmark(s.native_handle()) == 1;
+}
+
 // One relayed connection. Plain completion handlers drive it, not coroutines: an idle
 // connection is then this object, two pending waits (either socket readable) and its
 // place in the loop's deadline_watch, where a coroutine per direction and a watchdog joined
@@ -296,25 +309,29 @@ class relay_op : private core::deadline_watch::entry {
     if (w.pipe) {
       const auto in = ::splice(w.from.native_handle(), nullptr, w.pipe->write, nullptr,
                                std::min(w.pipe->capacity, step_limit), SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (in == 0) return eof(w);
-      if (in < 0) {
-        if (errno == EINVAL) {
-          w.splice_ok = false;  // this socket pair cannot splice; nothing was moved yet
-          w.let_go();
-          return stepped(i);
-        }
-        if (would_block() || errno == EINTR) {
-          w.drained = would_block();
-          w.let_go();
-          return stepped(i);
-        }
-        return failed(w, w.from, errno);
+      if (in > 0) {
+        w.pending = w.moved = static_cast<std::size_t>(in);
+        // A short splice can still leave bytes behind (the pipe ran out of slots before
+        // bytes, or an urgent byte stopped it), so a bulk way always looks again before
+        // it waits.
+        w.full = true;
+        return flush(i);
       }
-      w.pending = w.moved = static_cast<std::size_t>(in);
-      // A short splice can still leave bytes behind (the pipe ran out of slots before
-      // bytes), so a bulk way always looks again before it waits.
-      w.full = true;
-      return flush(i);
+      const int error = in < 0 ? errno : 0;
+      w.let_go();
+      if (error == EINVAL) {
+        w.splice_ok = false;  // this socket pair cannot splice; nothing was moved yet
+        return stepped(i);
+      }
+      if (error == EINTR) return stepped(i);
+      if (error != 0 && error != EAGAIN && error != EWOULDBLOCK) return failed(w, w.from, error);
+      // Nothing moved, or the end of the stream, unless an urgent byte stopped the splice:
+      // then this step is a copied one, which reads over it.
+      if (!stopped_at_urgent_byte(w.from, in == 0)) {
+        if (in == 0) return eof(w);
+        w.drained = true;
+        return stepped(i);
+      }
     }
     if (!w.buffer) w.buffer = spares<copy_buffer>().take();
     const auto asked = std::min(w.buffer->bytes.size(), step_limit);

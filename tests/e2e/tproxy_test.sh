@@ -33,7 +33,8 @@ world_start_airlock -c "$W/airlock.yaml"
 world_tcp_banner "$ORIGIN_IP" 22
 world_tcp_banner "$ATTACKER_IP" 22
 # A server that speaks first (SMTP-like): the client sends nothing until it has the greeting.
-# Told URG, it answers with an urgent (out-of-band) byte between two parts, and closes.
+# Told URG, it answers with an urgent (out-of-band) byte between two parts, and closes; told
+# BULK, the same behind 256 KiB (a stream airlock relays by splice, which stops at such a byte).
 ip netns exec "$NET" timeout 120 python3 -c '
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -42,8 +43,9 @@ while True:
     c, _ = s.accept(); c.settimeout(5)
     try:
         c.sendall(b"220 airlock-e2e ready\r\n"); line = c.recv(256)
-        if line.startswith(b"URG"):
-            c.sendall(b"before|"); c.send(b"!", socket.MSG_OOB); c.sendall(b"|after")
+        if line.startswith((b"URG", b"BULK")):
+            c.sendall((b"b" * 262144 if line.startswith(b"BULK") else b"") + b"before|")
+            c.send(b"!", socket.MSG_OOB); c.sendall(b"|after")
         else:
             c.sendall(b"250 got " + line)
     except OSError:
@@ -105,18 +107,20 @@ expect "  its connect line: tcp, client_silent, named from the DNS answer" \
 # out-of-band data).
 urgent_then_close() {
   world_sbx timeout 10 python3 -c '
-import socket, time
+import socket, sys, time
 c = socket.create_connection(("203.0.113.10", 2525), timeout=8)
-c.recv(256); c.sendall(b"URG\r\n"); t = time.monotonic(); got = b""
+c.recv(256); c.sendall(sys.argv[1].encode() + b"\r\n"); t = time.monotonic(); got = b""
 while True:
-    d = c.recv(256)
+    d = c.recv(65536)
     if not d:
         break
     got += d
-print(got.decode(), "in time" if time.monotonic() - t < 3 else "late")'
+print(len(got), got[-13:].decode(), "in time" if time.monotonic() - t < 3 else "late")' "$1"
 }
 expect "bytes behind a server's urgent byte, and its close, reach the client at once" \
-  body_is "before||after in time" urgent_then_close
+  body_is "13 before||after in time" urgent_then_close URG
+expect "  the same behind 256 KiB (spliced): nothing cut at the urgent byte" \
+  body_is "262157 before||after in time" urgent_then_close BULK
 stalled_hello() {
   world_sbx timeout 15 python3 -c '
 import socket, time

@@ -54,15 +54,18 @@ inspect_material() {
   SQUID_CA_DIR=$INSP_DIR/squid-ca PORT_SQUID_BUMP=$PORT_SQUID_BUMP PORT_SQUID_BUMP_FWD=$PORT_SQUID_BUMP_FWD \
     python3 "$HERE/lib/render.py" "$HERE/conf/squid-bump.conf" "$WORK/cfg/squid-bump.conf" || return 1
   # airlock: the config of the other scenarios (the same 2,000-rule allowlist), on ports of
-  # its own, with the inspection CA and one exact rule that inspects ahead of the list
-  # (exact names are matched before wildcards).
+  # its own (no TPROXY port: the main airlock holds that one while it runs), with the
+  # inspection CA and one exact rule that inspects ahead of the list (exact names are
+  # matched before wildcards).
   sed -e "s|^  proxy: .*\$|  proxy: 0.0.0.0:$PORT_AIRLOCK_INSP|" \
+      -e "/^  tproxy: /d" \
       -e "s|^\(  dns: .*:\)$PORT_DNS_AIRLOCK\$|\1$PORT_DNS_AIRLOCK_INSP|" \
       -e "s|airlock-decisions.jsonl|airlock-insp-decisions.jsonl|" \
       -e "/^    allow:\$/a\\      - host: $INSP_HOST\\n        inspect: true" \
       "$WORK/cfg/airlock.yaml" >"$WORK/cfg/airlock-insp.yaml"
   printf 'inspection:\n  ca_dir: %s\n  upstream_ca: [%s]\n' "$INSP_DIR/airlock-ca" "$WORK/pki/ca.pem" >>"$WORK/cfg/airlock-insp.yaml"
-  grep -q "proxy: .*:$PORT_AIRLOCK_INSP\$" "$WORK/cfg/airlock-insp.yaml" && grep -q "inspect: true" "$WORK/cfg/airlock-insp.yaml" ||
+  grep -q "proxy: .*:$PORT_AIRLOCK_INSP\$" "$WORK/cfg/airlock-insp.yaml" && grep -q "inspect: true" "$WORK/cfg/airlock-insp.yaml" &&
+    ! grep -q "^  tproxy:" "$WORK/cfg/airlock-insp.yaml" ||
     { warn "airlock-insp.yaml not as expected"; return 1; }
   grep -q " $INSP_HOST" "/etc/netns/$NS_C/hosts" || echo "$IP_S $INSP_HOST" >>"/etc/netns/$NS_C/hosts"
   # How many connections reach the origin's :443 per request (SYNs, the server's side):

@@ -184,13 +184,16 @@ scenario_bulk-tcp() {
     done
   done
   nft_direct
-  if [[ " ${targets[*]} " == *" airlock "* ]]; then
+  # One airlock process serves both airlock targets and logs the transfers of each.
+  local airlocks=0
+  for t in "${targets[@]}"; do [[ $t == airlock || $t == airlock-tproxy ]] && airlocks=$((airlocks + 1)); done
+  if [[ $airlocks -gt 0 ]]; then
     read -r n_op n_other what < <(airlock_tcp_log)
     emit bulk-tcp airlock log_opaque_allowed 0 "${n_op:-0}" count
     emit bulk-tcp airlock log_other 0 "${n_other:-0}" count
     log "bulk-tcp: airlock's decision log for $IP_S:$PORT_RAW: ${what:-nothing}"
-    [[ ${n_op:-0} -eq $((BULK_ROUNDS + 2)) && ${n_other:-0} -eq 0 ]] ||
-      warn "bulk-tcp: airlock logged ${n_op:-0} opaque TCP allows (and ${n_other:-0} other lines) for $((BULK_ROUNDS + 2)) transfers (check, warm-up, rounds)"
+    [[ ${n_op:-0} -eq $(((BULK_ROUNDS + 2) * airlocks)) && ${n_other:-0} -eq 0 ]] ||
+      warn "bulk-tcp: airlock logged ${n_op:-0} opaque TCP allows (and ${n_other:-0} other lines) for $(((BULK_ROUNDS + 2) * airlocks)) transfers (check, warm-up, rounds; $airlocks airlock targets)"
   fi
 }
 

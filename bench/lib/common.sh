@@ -28,6 +28,7 @@ HOST_BAD=www.$ZONE_BAD
 PORT_AIRLOCK=15001          # :80 and the rest (airlock tells TLS from HTTP itself)
 PORT_AIRLOCK_TLS=15002      # :443 on its own port (airlock nft-rules --https-port; README "Threads")
 PORT_AIRLOCK_TP=15003       # airlock-tproxy: the same process's listen.tproxy, for all of them
+PORT_FLOOR=15004            # floor: bench/floor_relay (no policy), for all of them
 PORT_HAPROXY_TLS=15443 PORT_HAPROXY_HTTP=15080
 PORT_NGINX_TLS=16443 PORT_NGINX_HTTP=16080
 PORT_SQUID_TLS=17443 PORT_SQUID_HTTP=17080

@@ -20,7 +20,7 @@ from figures import fmt, med  # bench/lib
 import inspect_tables  # bench/lib: the inspect scenario's table
 
 FOREIGN_MAX = float(os.environ.get("FOREIGN_MAX", "15"))
-PROXIES = ["direct", "airlock", "airlock-tproxy", "haproxy", "nginx", "squid"]
+PROXIES = ["direct", "floor", "airlock", "airlock-tproxy", "haproxy", "nginx", "squid"]
 RESOLVERS = ["auth", "unbound", "dnsmasq", "dnsdist", "airlock"]
 BEGIN = "<!-- bench/run table: begin (written by bench/run --update-readme) -->"
 END = "<!-- bench/run table: end -->"

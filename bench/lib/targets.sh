@@ -20,6 +20,12 @@ TGT_MODE[airlock-tproxy]=tproxy TGT_PORTS[airlock-tproxy]="$PORT_AIRLOCK_TP $POR
 TGT_START[airlock-tproxy]=start_airlock
 TGT_NOTE[airlock-tproxy]="the airlock process above, through its listen.tproxy port: nft TPROXY (airlock nft-rules --tproxy), the destination read with getsockname()"
 
+# The floor: a relay with no policy at all (bench/floor_relay.cpp), reached as airlock-tproxy
+# is. What the kernel's work for two TCP connections leaves any proxy on this machine.
+TGT_MODE[floor]=tproxy TGT_PORTS[floor]="$PORT_FLOOR $PORT_FLOOR $PORT_FLOOR" TGT_PROCS[floor]=floor
+TGT_START[floor]=start_floor
+TGT_NOTE[floor]="bench/floor_relay, $GW_THREADS threads (SO_REUSEPORT, edge-triggered epoll), nft TPROXY: reads the first bytes, connects to the original destination, relays; no parsing, policy, resolution or log (copy, then splice once a read fills 16 KiB); allows everything, so its filter checks fail by design"
+
 TGT_MODE[haproxy]=redirect TGT_PORTS[haproxy]="$PORT_HAPROXY_TLS $PORT_HAPROXY_HTTP $PORT_HAPROXY_TCP" TGT_PROCS[haproxy]=haproxy
 TGT_START[haproxy]=start_haproxy
 TGT_NOTE[haproxy]="HAProxy $(haproxy -v 2>/dev/null | awk 'NR==1{print $3}'), nbthread $GW_THREADS, nft REDIRECT, server 0.0.0.0:0 (original destination); TLS: tcp mode, inspect-delay + req.ssl_sni ACL; HTTP: http mode, Host ACL; opaque TCP: tcp mode, dst ACL (the origin's /24)"
@@ -78,6 +84,10 @@ start_airlock() {
     sleep 0.1
   done
   return 1
+}
+start_floor() {
+  start_bg floor "$NS_G" "$FLOOR" "$PORT_FLOOR" "$GW_THREADS"
+  wait_listen "$NS_G" tcp "$PORT_FLOOR" 10
 }
 start_haproxy() {
   start_bg haproxy "$NS_G" haproxy -db -f "$WORK/cfg/haproxy.cfg"

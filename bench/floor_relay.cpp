@@ -46,7 +46,8 @@ struct way {
   std::size_t in_pipe = 0;
   std::string unsent;  // what a short send left of a copied step
   bool bulk = false;
-  bool ended = false;  // `from` read to its FIN; shut `to` for writing
+  bool ended = false;     // `from` read to its FIN
+  bool fin_sent = false;  // and `to` shut for writing, once all before the FIN left
 };
 
 struct side {
@@ -64,11 +65,6 @@ thread_local char t_buffer[copy_size];
 thread_local std::vector<connection*> t_dead;  // freed after the batch of events that may name them
 
 enum class step { waiting, failed };
-
-void end_way(way& w) {
-  w.ended = true;
-  shutdown(w.to, SHUT_WR);
-}
 
 bool send_all(way& w, const char* data, std::size_t n) {
   ssize_t sent = send(w.to, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -95,7 +91,12 @@ step move(way& w) {
       if (n < 0) return errno == EAGAIN ? step::waiting : step::failed;
       w.in_pipe -= static_cast<std::size_t>(n);
     }
-    if (w.ended) return step::waiting;
+    if (w.ended) {
+      // Not before: a shutdown while the upstream SYN is unanswered would abort the connect.
+      if (!w.fin_sent) shutdown(w.to, SHUT_WR);
+      w.fin_sent = true;
+      return step::waiting;
+    }
     ssize_t n;
     if (w.bulk) {
       n = splice(w.from, nullptr, w.pipe_in, nullptr, pipe_size, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
@@ -114,8 +115,8 @@ step move(way& w) {
       }
     }
     if (n == 0) {
-      end_way(w);
-      return step::waiting;
+      w.ended = true;  // (the next turn passes the FIN on, after what is still unsent)
+      continue;
     }
     if (n < 0) return errno == EAGAIN ? step::waiting : step::failed;
   }
@@ -172,7 +173,7 @@ void on_ready(int loop, connection* c) {
       finish(loop, c);  // a reset or a refused connect: the closes end both
       return;
     }
-  const auto done = [](const way& w) { return w.ended && w.in_pipe == 0 && w.unsent.empty(); };
+  const auto done = [](const way& w) { return w.fin_sent; };
   if (done(c->ways[0]) && done(c->ways[1])) finish(loop, c);
 }
 

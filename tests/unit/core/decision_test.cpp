@@ -104,6 +104,32 @@ TEST_CASE("the log writer writes every line, in order, and flushes on destructio
   std::filesystem::remove(path);
 }
 
+TEST_CASE("without a flush, a line reaches the file within a second, the writer idle or lingering") {
+  const auto path = std::filesystem::temp_directory_path() / ("airlock-log-linger-" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  auto log = core::decision_log::open(path.string());
+  REQUIRE(log.has_value());
+  // Readers tail the file while airlock runs (the e2e checks, `airlock explain`): however the
+  // writer batches, a line must get there soon. A second is 50 lingers, slack for a busy
+  // machine; a writer that waited for a flush or a full queue, or a linger of seconds, fails.
+  const auto limit = std::chrono::seconds(1);
+  const auto arrives_within = [&](std::uintmax_t size) {
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < limit) {
+      std::error_code ec;
+      if (std::filesystem::file_size(path, ec) == size) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  };
+  (*log)->write("{\"n\":1}\n");  // the writer is idle: this line wakes it
+  CHECK(arrives_within(8));
+  (*log)->write("{\"n\":2}\n");  // the writer lingers after the first: nobody wakes it
+  CHECK(arrives_within(16));
+  log->reset();
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("emitted records are rendered into the writer's batch as render_json_line has them, from any thread") {
   const auto path = std::filesystem::temp_directory_path() / ("airlock-log-emit-" + std::to_string(::getpid()));
   std::filesystem::remove(path);

@@ -9,6 +9,7 @@
 #include "core/decision_log.hpp"
 #include "core/http_server.hpp"
 #include "core/listen.hpp"
+#include "core/loop_grace.hpp"
 #include "core/metrics.hpp"
 #include "core/open_files.hpp"
 #include "core/overload_watch.hpp"
@@ -125,12 +126,15 @@ struct instance::parts {
   metrics stats;
   std::unique_ptr<policy::store> policies;
   std::unique_ptr<session_registry> sessions;
-  dns::name_table names;
-  dns::answer_cache cache;
+  dns::name_table names{{}, grace};  // read by every loop; what it unlinks waits for them all
+  dns::answer_cache cache{{}, grace};  // likewise
   overload_state overload;  // memory pressure: read by every loop, set by watch_memory
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
   asio::io_context io{one_thread_per_loop};
+  // Its batch timer is on io, so it goes before io (and before `names`, which only keeps a
+  // pointer to it); its handlers on the other loops go with them.
+  core::loop_grace grace;
   // The other loops (threads: in the config). The finder posts to them too: it goes first.
   std::vector<std::unique_ptr<proxy_loop>> loops;
   // Posts its results to the loop: goes before it.
@@ -580,6 +584,11 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
                              ec.message());
       }
     }
+  }
+  {
+    std::vector<asio::any_io_executor> readers{p->io.get_executor()};
+    for (auto& loop : p->loops) readers.push_back(loop->io.get_executor());
+    p->grace.start(p->io.get_executor(), std::move(readers));
   }
   if (!p->cfg.listen.control.empty())
     if (auto opened = open_control(*p); !opened.has_value()) return fail(1, opened.error());

@@ -34,18 +34,13 @@ void answer_cache::key(std::string& out, std::string_view name, std::uint16_t qt
   out.append(digits, end);
 }
 
-std::optional<wire::message> answer_cache::find(std::string_view name, std::uint16_t qtype, clock::time_point now) {
-  const std::lock_guard lock(mutex_);
-  key(lookup_key_, name, qtype);
-  auto it = entries_.find(lookup_key_);
-  if (it == entries_.end()) return std::nullopt;
-  auto e = it->second;
-  if (e->expires <= now) {
-    entries_.erase(it);
-    lru_.erase(e);
-    return std::nullopt;
-  }
-  lru_.splice(lru_.begin(), lru_, e);
+std::optional<wire::message> answer_cache::find(std::string_view name, std::uint16_t qtype,
+                                               clock::time_point now) const {
+  thread_local std::string k;  // no allocation per lookup
+  key(k, name, qtype);
+  const entry* e = entries_.find(k);
+  if (e == nullptr || e->expires <= now) return std::nullopt;  // an expired one waits for the hand
+  if (!e->read.load(std::memory_order_relaxed)) e->read.store(true, std::memory_order_relaxed);
   wire::message copy = e->answer;
   const auto seconds = static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(now - e->stored).count());
   age(copy.answers, seconds);
@@ -69,25 +64,33 @@ void answer_cache::store(std::string_view name, std::uint16_t qtype, const wire:
 
   std::string k;
   key(k, name, qtype);
-  const std::lock_guard lock(mutex_);
-  if (auto it = entries_.find(k); it != entries_.end()) {
-    lru_.erase(it->second);
-    entries_.erase(it);
+  const bool known = entries_.find(k) != nullptr;  // a replacement keeps its place in the clock
+  while (!known && entries_.size() >= limits_.max_entries) evict_one(now);
+  entries_.put(k, entry(answer, now, now + std::chrono::seconds(*ttl)));
+  if (!known) order_.push_back(std::move(k));
+}
+
+void answer_cache::evict_one(clock::time_point now) {
+  // Each key in order_ is in the map (erase goes only through here), so the hand finds a
+  // victim within two turns: the first clears the flags it passes.
+  while (!order_.empty()) {
+    std::string k = std::move(order_.front());
+    order_.pop_front();
+    const entry* e = entries_.find(k);
+    if (e == nullptr) continue;
+    if (e->expires > now && e->read.exchange(false, std::memory_order_relaxed)) {
+      order_.push_back(std::move(k));
+      continue;
+    }
+    entries_.erase(k);
+    return;
   }
-  while (entries_.size() >= limits_.max_entries) {
-    entries_.erase(lru_.back().key);
-    lru_.pop_back();
-  }
-  lru_.push_front({k, answer, now, now + std::chrono::seconds(*ttl)});
-  entries_.emplace(std::move(k), lru_.begin());
 }
 
 std::size_t answer_cache::shrink(std::size_t keep) {
-  const std::lock_guard lock(mutex_);
   std::size_t dropped = 0;
-  while (entries_.size() > keep) {
-    entries_.erase(lru_.back().key);
-    lru_.pop_back();
+  while (entries_.size() > keep && !order_.empty()) {
+    evict_one(clock::time_point::min());  // by the clock alone
     ++dropped;
   }
   return dropped;

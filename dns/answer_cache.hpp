@@ -3,18 +3,23 @@
 // per session BEFORE the cache is asked, so a cached answer never reaches a session that
 // may not have the name. Positive answers live for their smallest TTL, negative ones
 // (NXDOMAIN, NODATA) for the SOA's negative TTL (RFC 2308); SERVFAIL is never cached.
-// Bounded; least recently used entries go first. The DNS loop fills it; the proxy's other
-// event loops read it too (a cached name needs no hop to the DNS loop), so each call holds
-// one short lock.
+// Bounded: past the cap, entries go in the order they came, except that one read since it
+// was last passed over gets another round (CLOCK, the second-chance approximation of least
+// recently used: a read only sets a flag, so reads write nothing shared but that).
+//
+// The DNS loop fills it (store, shrink: writer only); the proxy's other event loops read
+// it too (find: a cached name needs no hop to the DNS loop), without a lock
+// (core/read_map.hpp; what a store replaces goes to the reclaimer it is given, which in the
+// daemon waits for every loop: core/loop_grace.hpp).
+#include "core/read_map.hpp"
 #include "dns/wire.hpp"
 
+#include <atomic>
 #include <chrono>
-#include <list>
-#include <mutex>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 namespace airlock::dns {
 
@@ -28,36 +33,36 @@ class answer_cache {
   };
 
   answer_cache() : answer_cache(limits{}) {}
-  explicit answer_cache(limits l) : limits_(l) {}
+  explicit answer_cache(limits l, core::reclaimer& r = core::free_at_once::instance()) : limits_(l), entries_(r) {}
 
-  // A copy of the cached answer with every TTL reduced by its age, or nullopt.
-  std::optional<wire::message> find(std::string_view name, std::uint16_t qtype, clock::time_point now);
-  // Keeps `answer` (as the upstream sent it) when it is cacheable.
+  // A copy of the cached answer with every TTL reduced by its age, or nullopt. Any loop.
+  std::optional<wire::message> find(std::string_view name, std::uint16_t qtype, clock::time_point now) const;
+  // Keeps `answer` (as the upstream sent it) when it is cacheable. Writer only.
   void store(std::string_view name, std::uint16_t qtype, const wire::message& answer, clock::time_point now);
 
-  // Drops the least recently used entries until at most `keep` are left (memory pressure);
-  // how many went.
+  // Drops entries as the clock hand meets them until at most `keep` are left (memory
+  // pressure); how many went. Writer only.
   std::size_t shrink(std::size_t keep);
 
-  std::size_t size() const {
-    const std::lock_guard lock(mutex_);
-    return entries_.size();
-  }
+  std::size_t size() const noexcept { return entries_.size(); }
 
  private:
   struct entry {
-    std::string key;
+    entry(const wire::message& a, clock::time_point s, clock::time_point e) : answer(a), stored(s), expires(e) {}
+    entry(const entry& o) : answer(o.answer), stored(o.stored), expires(o.expires), read(o.read.load(std::memory_order_relaxed)) {}
     wire::message answer;
     clock::time_point stored;
     clock::time_point expires;
+    mutable std::atomic<bool> read{false};  // since the clock hand last passed it
   };
   static void key(std::string& out, std::string_view name, std::uint16_t qtype);
+  // Drops one entry: the first in `order_` that is expired or was not read since the hand
+  // last passed it.
+  void evict_one(clock::time_point now);
 
   limits limits_;
-  mutable std::mutex mutex_;  // over everything below
-  std::list<entry> lru_;  // most recently used first
-  std::unordered_map<std::string, std::list<entry>::iterator> entries_;
-  std::string lookup_key_;  // find()'s key, built in place: no allocation per lookup
+  core::read_map<entry> entries_;
+  std::deque<std::string> order_;  // the writer's: keys in the order they came (the clock)
 };
 
 }  // namespace airlock::dns

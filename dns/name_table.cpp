@@ -20,90 +20,83 @@ void fill_key(std::string& k, std::string_view session, const boost::asio::ip::a
 
 }  // namespace
 
-std::string name_table::key(std::string_view session, const boost::asio::ip::address& address) {
-  std::string k;
-  fill_key(k, session, address);
-  return k;
-}
-
 bool name_table::record(std::string_view session, const boost::asio::ip::address& address, std::string_view name,
                         std::uint16_t query_id, std::uint32_t ttl_seconds, clock::time_point now) {
   const auto ttl = std::clamp(std::chrono::seconds(ttl_seconds), limits_.min_ttl, limits_.max_ttl);
   // Every answer renews or adds an entry: the key is built in a buffer kept between calls.
   thread_local std::string k;
   fill_key(k, session, address);
-  std::unique_lock lock(mutex_);
-  auto& names = by_key_[k];
+  const slots* names = by_key_.find(k);
   // Renewal: the same name again moves its expiry forward and costs no new entry.
-  for (auto& e : names) {
-    if (e.name == name) {
-      e.expires = std::max(e.expires, now + ttl);
-      e.query_id = query_id;
-      return true;
+  if (names != nullptr) {
+    for (const auto& e : *names) {
+      if (e.name == name) {
+        e.expires.store(std::max(e.until(), now + ttl).time_since_epoch().count(), std::memory_order_relaxed);
+        e.query_id.store(query_id, std::memory_order_relaxed);
+        return true;
+      }
     }
   }
-  auto& count = per_session_[std::string(session)];
-  if (count >= limits_.max_entries_per_session || entries_ >= limits_.max_entries ||
-      names.size() >= limits_.max_names_per_address) {
+  auto room = [&] {
+    const auto it = per_session_.find(session);
+    return (it == per_session_.end() || it->second < limits_.max_entries_per_session) && size() < limits_.max_entries &&
+           (names == nullptr || names->size() < limits_.max_names_per_address);
+  };
+  if (!room()) {
     if (now - last_sweep_ < std::chrono::seconds(1)) return false;
     last_sweep_ = now;
-    expire_locked(now);
-    auto& again = by_key_[k];  // expire() may have erased the slot
-    auto& count_now = per_session_[std::string(session)];
-    if (count_now >= limits_.max_entries_per_session || entries_ >= limits_.max_entries ||
-        again.size() >= limits_.max_names_per_address)
-      return false;
-    again.push_back({std::string(name), query_id, now + ttl});
-    ++count_now;
-    ++entries_;
-    return true;
+    expire(now);
+    names = by_key_.find(k);  // expire() may have replaced or erased it
+    if (!room()) return false;
   }
-  names.push_back({std::string(name), query_id, now + ttl});
-  ++count;
-  ++entries_;
+  slots next = names != nullptr ? *names : slots{};
+  next.emplace_back(name, query_id, now + ttl);
+  by_key_.put(k, std::move(next));
+  ++per_session_[std::string(session)];
+  entries_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 std::vector<name_table::entry> name_table::lookup(std::string_view session, const boost::asio::ip::address& address,
                                                   clock::time_point now) const {
   std::vector<entry> out;
-  const auto k = key(session, address);
-  std::shared_lock lock(mutex_);
-  auto it = by_key_.find(k);
-  if (it == by_key_.end()) return out;
-  for (auto e = it->second.rbegin(); e != it->second.rend(); ++e)
-    if (e->expires > now) out.push_back(*e);
+  thread_local std::string k;
+  fill_key(k, session, address);
+  const slots* names = by_key_.find(k);
+  if (names == nullptr) return out;
+  for (auto e = names->rbegin(); e != names->rend(); ++e) {
+    const auto until = e->until();
+    if (until > now) out.push_back({e->name, e->query_id.load(std::memory_order_relaxed), until});
+  }
   return out;
 }
 
 void name_table::expire(clock::time_point now) {
-  std::unique_lock lock(mutex_);
-  expire_locked(now);
-}
-
-std::size_t name_table::size() const noexcept {
-  std::shared_lock lock(mutex_);
-  return entries_;
-}
-
-void name_table::expire_locked(clock::time_point now) {
-  for (auto it = by_key_.begin(); it != by_key_.end();) {
-    auto& names = it->second;
-    const auto before = names.size();
-    names.erase(std::remove_if(names.begin(), names.end(), [&](const entry& e) { return e.expires <= now; }),
-                names.end());
-    const auto removed = before - names.size();
-    if (removed > 0) {
-      const auto session = it->first.substr(0, it->first.find('\0'));
-      auto s = per_session_.find(session);
-      if (s != per_session_.end()) {
-        s->second -= std::min(s->second, removed);
-        if (s->second == 0) per_session_.erase(s);
-      }
-      entries_ -= removed;
+  // Collected first: the map is not changed while it is walked.
+  std::vector<std::pair<std::string, slots>> shorter;
+  std::vector<std::string> gone;
+  by_key_.for_each([&](const std::string& key, const slots& names) {
+    const auto live = static_cast<std::size_t>(
+        std::count_if(names.begin(), names.end(), [&](const slot& e) { return e.until() > now; }));
+    const auto removed = names.size() - live;
+    if (removed == 0) return;
+    if (auto s = per_session_.find(std::string_view(key).substr(0, key.find('\0'))); s != per_session_.end()) {
+      s->second -= std::min(s->second, removed);
+      if (s->second == 0) per_session_.erase(s);
     }
-    it = names.empty() ? by_key_.erase(it) : std::next(it);
-  }
+    entries_.fetch_sub(removed, std::memory_order_relaxed);
+    if (live == 0) {
+      gone.push_back(key);
+      return;
+    }
+    slots kept;
+    kept.reserve(live);
+    for (const auto& e : names)
+      if (e.until() > now) kept.push_back(e);
+    shorter.emplace_back(key, std::move(kept));
+  });
+  for (const auto& key : gone) by_key_.erase(key);
+  for (auto& [key, kept] : shorter) by_key_.put(key, std::move(kept));
 }
 
 }  // namespace airlock::dns

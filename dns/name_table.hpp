@@ -6,14 +6,19 @@
 // an address this session got for an allowed name, and to name raw-IP connections in
 // the log. Bounded per session and in total: it is keyed by data sandboxes control.
 //
-// Shared by every event loop: DNS answers write it, proxies on any loop read it, under one
-// reader-writer lock (a write per allowed answer, a read per connection without a name).
+// Shared by every event loop without a lock: the DNS loop writes it (an answer renews or
+// adds an entry), and a proxy connection without a name on any loop reads it
+// (core/read_map.hpp; what a write replaces goes to the reclaimer it is given, which in
+// the daemon waits for every loop: core/loop_grace.hpp). record() and expire() run on the
+// writer's thread only.
+#include "core/read_map.hpp"
+
 #include <boost/asio/ip/address.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
-#include <shared_mutex>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,32 +45,50 @@ class name_table {
   };
 
   name_table() : name_table(limits{}) {}
-  explicit name_table(limits l) : limits_(l) {}
+  explicit name_table(limits l, core::reclaimer& r = core::free_at_once::instance()) : limits_(l), by_key_(r) {}
 
   // Records that `session` was given `address` as an answer for `name`. Returns false
   // when a cap refused it (the caller counts it; the connection will be judged without).
   bool record(std::string_view session, const boost::asio::ip::address& address, std::string_view name,
               std::uint16_t query_id, std::uint32_t ttl_seconds, clock::time_point now);
 
-  // The unexpired names under which `address` was handed to `session`, newest first.
+  // The unexpired names under which `address` was handed to `session`, newest first. Any
+  // loop.
   std::vector<entry> lookup(std::string_view session, const boost::asio::ip::address& address,
                             clock::time_point now) const;
 
-  // Drops expired entries; called on a timer and when a cap is reached.
+  // Drops expired entries; called on a timer and when a cap is reached. Writer only.
   void expire(clock::time_point now);
 
-  std::size_t size() const noexcept;
+  std::size_t size() const noexcept { return entries_.load(std::memory_order_relaxed); }
 
  private:
-  static std::string key(std::string_view session, const boost::asio::ip::address& address);
-  void expire_locked(clock::time_point now);
-
-  mutable std::shared_mutex mutex_;
+  // A name under one key. A renewal (the same name in a later answer) changes only the
+  // atomics, in place: most answers are renewals, and they cost no new node.
+  struct slot {
+    slot(std::string_view n, std::uint16_t id, clock::time_point e) : name(n), query_id(id), expires(e.time_since_epoch().count()) {}
+    slot(const slot& o)
+        : name(o.name),
+          query_id(o.query_id.load(std::memory_order_relaxed)),
+          expires(o.expires.load(std::memory_order_relaxed)) {}
+    clock::time_point until() const noexcept {
+      return clock::time_point(clock::duration(expires.load(std::memory_order_relaxed)));
+    }
+    std::string name;
+    mutable std::atomic<std::uint16_t> query_id;
+    mutable std::atomic<clock::rep> expires;
+  };
+  using slots = std::vector<slot>;  // oldest first
 
   limits limits_;
-  std::unordered_map<std::string, std::vector<entry>> by_key_;  // key: session \0 address bytes
-  std::unordered_map<std::string, std::size_t> per_session_;
-  std::size_t entries_ = 0;
+  core::read_map<slots> by_key_;  // key: session \0 address bytes
+  // The writer's own (no reader): entries per session, for the cap.
+  struct text_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::size_t, text_hash, std::equal_to<>> per_session_;
+  std::atomic<std::size_t> entries_{0};
   // When a cap last made record() sweep the whole table: at most once a second, or a
   // sandbox that keeps a cap full would buy a full walk with every query.
   clock::time_point last_sweep_{};

@@ -19,7 +19,7 @@ redirect_grants::redirect_grants(limits l) : grants_(l), refusals_(l) {}
 
 void redirect_grants::grant(std::string_view session, const domain_name& to_host, const domain_name& from_host,
                             std::string_view rule, clock::time_point now, clock::duration ttl, std::uint16_t port) {
-  std::lock_guard lock(mutex_);
+  const locked lock(*this);
   std::uint32_t uses = 1;
   if (const auto* existing = grants_.find(session, to_host.str(), now)) uses = std::min(existing->uses + 1, max_uses);
   grants_.put(session, to_host.str(), {from_host.str(), std::string(rule), port, uses}, now + ttl, now);
@@ -27,14 +27,16 @@ void redirect_grants::grant(std::string_view session, const domain_name& to_host
 
 std::optional<redirect_grants::origin> redirect_grants::peek(std::string_view session, const domain_name& host,
                                                              clock::time_point now) {
-  std::lock_guard lock(mutex_);
+  if (empty()) return std::nullopt;
+  const locked lock(*this);
   if (const auto* o = grants_.find(session, host.str(), now)) return *o;
   return std::nullopt;
 }
 
 std::optional<redirect_grants::origin> redirect_grants::take(std::string_view session, const domain_name& host,
                                                              clock::time_point now, std::uint16_t port) {
-  std::lock_guard lock(mutex_);
+  if (empty()) return std::nullopt;
+  const locked lock(*this);
   auto* o = grants_.find(session, host.str(), now);
   if (o == nullptr || (o->port != 0 && port != 0 && o->port != port)) return std::nullopt;
   if (o->uses > 1) {
@@ -46,25 +48,26 @@ std::optional<redirect_grants::origin> redirect_grants::take(std::string_view se
 
 void redirect_grants::refused(std::string_view session, const domain_name& host, const domain_name& from_host,
                               clock::time_point now) {
-  std::lock_guard lock(mutex_);
+  const locked lock(*this);
   refusals_.put(session, host.str(), {from_host.str(), {}}, now + refusal_ttl, now);
 }
 
 std::optional<std::string> redirect_grants::refused_from(std::string_view session, const domain_name& host,
                                                          clock::time_point now) {
-  std::lock_guard lock(mutex_);
+  if (empty()) return std::nullopt;
+  const locked lock(*this);
   if (const auto* o = refusals_.find(session, host.str(), now)) return o->from_host;
   return std::nullopt;
 }
 
 void redirect_grants::forget(std::string_view session) {
-  std::lock_guard lock(mutex_);
+  const locked lock(*this);
   grants_.forget(session);
   refusals_.forget(session);
 }
 
 std::size_t redirect_grants::size() const {
-  std::lock_guard lock(mutex_);
+  const locked lock(*this);
   return grants_.size() + refusals_.size();
 }
 

@@ -10,9 +10,12 @@
 // Run-time state, not part of a snapshot: a reload keeps it. Time is passed in (`now`),
 // so tests drive it; expired entries are swept as calls come. Bounded: at most
 // `per_session` entries per session and `total` in all (grants and refusals each); the
-// oldest goes first. One mutex: every call is a few hash lookups.
+// oldest goes first. One mutex: every call is a few hash lookups. A connection to a host
+// the policy does not allow asks here (take, then refused_from); while nothing is held,
+// which is nearly always, it learns so from one atomic and takes no lock.
 #include "policy/domain_name.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -103,9 +106,19 @@ class redirect_grants {
     std::unordered_map<std::string, std::size_t> per_session_;
   };
 
+  // The mutex, and on release the count `held_` as the tables leave it.
+  struct locked {
+    explicit locked(const redirect_grants& g) : grants(g), lock(g.mutex_) {}
+    ~locked() { grants.held_.store(grants.grants_.size() + grants.refusals_.size(), std::memory_order_release); }
+    const redirect_grants& grants;
+    std::lock_guard<std::mutex> lock;
+  };
+  bool empty() const noexcept { return held_.load(std::memory_order_acquire) == 0; }
+
   mutable std::mutex mutex_;
   table grants_;
   table refusals_;
+  mutable std::atomic<std::size_t> held_{0};  // grants and refusals, expired ones not yet swept included
 };
 
 }  // namespace airlock::policy

@@ -1,0 +1,47 @@
+#pragma once
+// An event loop on a thread of its own, as the daemon runs them, for tests of what the
+// loops share (core/read_map.hpp and its users).
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <thread>
+
+namespace airlock::test {
+
+struct loop_thread {
+  boost::asio::io_context io{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  std::thread thread{[this] { io.run(); }};
+
+  ~loop_thread() {
+    work.reset();
+    io.stop();
+    thread.join();
+  }
+
+  // Runs f on this loop and waits for it.
+  template <typename F>
+  void run_here(F f) {
+    std::promise<void> done;
+    boost::asio::post(io, [&] {
+      f();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+};
+
+// Whether `ok` comes true within about two seconds.
+inline bool eventually(const std::function<bool()>& ok) {
+  for (int i = 0; i < 400; ++i) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return ok();
+}
+
+}  // namespace airlock::test

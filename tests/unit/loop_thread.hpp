@@ -17,11 +17,15 @@ struct loop_thread {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
   std::thread thread{[this] { io.run(); }};
 
-  ~loop_thread() {
+  // Stops the loop and joins its thread; its io_context stays, so what has objects on it
+  // (a loop_grace's timer) may go after this and before the loop_thread. Call it before
+  // anything the loop's handlers use goes out of scope.
+  void stop() {
     work.reset();
     io.stop();
-    thread.join();
+    if (thread.joinable()) thread.join();
   }
+  ~loop_thread() { stop(); }
 
   // Runs f on this loop and waits for it.
   template <typename F>

@@ -86,6 +86,8 @@ TEST_CASE("loop_grace: what a writer retired is freed only after every loop has 
     CHECK(grace.periods() == 1);
     CHECK(grace.waiting() == 0);
   });
+  writer.stop();  // the daemon's order: the loops stop, then the grace goes
+  reader.stop();
 }
 
 TEST_CASE("loop_grace: before start() there is no loop to wait for, and garbage goes at once") {
@@ -108,6 +110,7 @@ TEST_CASE("loop_grace: garbage whose loops never ran their handler is freed with
     writer.run_here([] {});
     stopped.reset();  // its unrun handler holds the last share of the period
     CHECK(eventually([&] { return freed == 1; }));
+    writer.stop();
   }
 }
 
@@ -169,4 +172,7 @@ TEST_CASE("read_map: readers on two loops while the writer replaces, erases and 
     writer.run_here([&] { waiting = grace.waiting(); });
     return waiting == 0;
   }));
+  writer.stop();
+  reader1.stop();
+  reader2.stop();
 }

@@ -158,6 +158,8 @@ TEST_CASE("shared across loops: the DNS loop stores while another loop reads, wi
     CHECK(c.size() == 64);
     CHECK(c.find("99.example", wire::type::a, now));  // the last one stored
   });
+  dns_loop.stop();  // the daemon's order: the loops stop, then the grace goes
+  proxy_loop.stop();
 }
 
 // ---- dns/lookup.hpp: what another event loop may take from the cache without a hop ----

@@ -5,7 +5,9 @@
 #include <new>
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace airlock::core {
@@ -41,7 +43,7 @@ decision_log::~decision_log() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  wake_.notify_one();
+  wake_writer();
   writer_.join();
   // What a loop still queued after the writer's last look (none do: they stop first).
   for (auto* q = newest_.exchange(nullptr); q != nullptr;) queued::destroy(std::exchange(q, q->next));
@@ -103,12 +105,29 @@ void decision_log::add(std::string_view line) noexcept {
   enqueued_.fetch_add(1, std::memory_order_relaxed);
   // An idle writer is woken by the first line, a lingering one by a quarter-full queue.
   // The push above and the writer's "idle, then look at the queue" are both sequentially
-  // consistent, so either this sees the writer idle or the writer sees this line; the
-  // notify under the mutex cannot fall between its look and its sleep.
-  if (writer_idle_.load(std::memory_order_seq_cst) || before == capacity_ / 4) {
-    std::lock_guard lock(mutex_);
-    wake_.notify_one();
-  }
+  // consistent, so either this sees the writer idle or the writer sees this line. And the
+  // writer reads the word before it looks: a wake-up that comes after its look has moved
+  // the word, so its sleep returns at once.
+  if (writer_idle_.load(std::memory_order_seq_cst) || before == capacity_ / 4) wake_writer();
+}
+
+void decision_log::wake_writer() noexcept {
+  wake_word_.fetch_add(1, std::memory_order_seq_cst);
+  ::syscall(SYS_futex, &wake_word_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+void decision_log::sleep_unless_moved(std::uint32_t seen, std::chrono::nanoseconds limit) noexcept {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std::atomic<std::uint32_t>::is_always_lock_free);
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(limit.count() / 1000000000);
+  ts.tv_nsec = static_cast<long>(limit.count() % 1000000000);
+  // Returns at once when the word has moved; EINTR and spurious returns are a look more.
+  ::syscall(SYS_futex, &wake_word_, FUTEX_WAIT_PRIVATE, seen, limit.count() > 0 ? &ts : nullptr, nullptr, 0);
+}
+
+bool decision_log::asked(bool also_urgent) {
+  std::lock_guard lock(mutex_);
+  return stopping_ || reopen_requested_ || (also_urgent && urgent_);
 }
 
 std::size_t decision_log::take_queued(std::string& batch) {
@@ -133,7 +152,7 @@ void decision_log::reopen() noexcept {
     std::lock_guard lock(mutex_);
     reopen_requested_ = true;
   }
-  wake_.notify_one();
+  wake_writer();
 }
 
 void decision_log::flush() noexcept {
@@ -141,7 +160,7 @@ void decision_log::flush() noexcept {
   const auto target = enqueued_.load(std::memory_order_relaxed);
   if (written_ >= target) return;
   urgent_ = true;
-  wake_.notify_one();
+  wake_writer();
   drained_.wait(lock, [&] { return written_ >= target || stopping_; });
 }
 
@@ -176,20 +195,27 @@ void decision_log::run() {
   bool lingering = false;  // the last look found lines: more are probably coming
   for (;;) {
     bool reopen = false;
-    {
-      std::unique_lock lock(mutex_);
-      if (lingering) {
-        // Lines gather meanwhile; only a flush, reopen, shutdown or a filling queue cut it short.
-        wake_.wait_for(lock, linger, [&] {
-          return stopping_ || reopen_requested_ || urgent_ || pending_lines_.load() > capacity_ / 4;
-        });
-      } else {
-        writer_idle_.store(true, std::memory_order_seq_cst);
-        wake_.wait(lock, [&] {
-          return stopping_ || reopen_requested_ || newest_.load(std::memory_order_seq_cst) != nullptr;
-        });
-        writer_idle_.store(false, std::memory_order_relaxed);
+    if (lingering) {
+      // Lines gather meanwhile; only a flush, reopen, shutdown or a filling queue cut it short.
+      const auto until = std::chrono::steady_clock::now() + linger;
+      for (;;) {
+        const auto seen = wake_word_.load(std::memory_order_seq_cst);
+        if (asked(true) || pending_lines_.load() > capacity_ / 4) break;
+        const auto left = until - std::chrono::steady_clock::now();
+        if (left <= std::chrono::nanoseconds::zero()) break;
+        sleep_unless_moved(seen, left);
       }
+    } else {
+      writer_idle_.store(true, std::memory_order_seq_cst);
+      for (;;) {
+        const auto seen = wake_word_.load(std::memory_order_seq_cst);
+        if (newest_.load(std::memory_order_seq_cst) != nullptr || asked(false)) break;
+        sleep_unless_moved(seen, std::chrono::nanoseconds::zero());
+      }
+      writer_idle_.store(false, std::memory_order_relaxed);
+    }
+    {
+      std::lock_guard lock(mutex_);
       if (stopping_ && newest_.load() == nullptr && !reopen_requested_ && dropped_pending_.load() == 0) return;
       urgent_ = false;
       reopen = std::exchange(reopen_requested_, false);
@@ -224,9 +250,22 @@ void decision_log::run() {
     if (!ok) {
       // The sink refuses (full disk, closed pipe): back off instead of spinning.
       lingering = false;
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
-      if (stopping_ && newest_.load() == nullptr) return;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      for (;;) {
+        const auto seen = wake_word_.load(std::memory_order_seq_cst);
+        bool stopping = false;
+        {
+          std::lock_guard lock(mutex_);
+          stopping = stopping_;
+        }
+        if (stopping) {
+          if (newest_.load() == nullptr) return;
+          break;
+        }
+        const auto left = until - std::chrono::steady_clock::now();
+        if (left <= std::chrono::nanoseconds::zero()) break;
+        sleep_unless_moved(seen, left);
+      }
     }
   }
 }

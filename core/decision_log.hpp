@@ -8,9 +8,11 @@
 // one compare-and-swap, and the writer takes it whole, puts it back in order and writes
 // it with one write(). A writer that found lines waits `linger` before it looks again,
 // and nobody wakes it meanwhile (but a flush, a reopen, shutdown or a quarter-full
-// queue): under load the data path takes no lock and makes no system call for its lines,
-// and the writer one write per `linger`. Only a line that must wake the writer (the first
-// after it went idle, or the one that fills a quarter of the queue) takes its mutex.
+// queue): under load the data path makes no system call for its lines, and the writer one
+// write per `linger`. The data path takes no lock either: a line that must wake the writer
+// (the first after it went idle, or the one that fills a quarter of the queue) moves a
+// futex word and wakes the writer's sleep on it, without the mutex a condition variable
+// would need. The mutex is the writer's and the rare requests' (flush, reopen, shutdown).
 #include "core/decision.hpp"
 
 #include <boost/system/result.hpp>
@@ -86,9 +88,17 @@ class decision_log final : public decision_sink {
   std::atomic<std::uint64_t> enqueued_{0};
   std::atomic<bool> unwritable_{false};
 
-  // The writer's sleep, and the rare requests that end it.
+  // The writer's sleep: it waits for `wake_word_` to move (futex), and whoever wants it
+  // awake moves it first (wake_writer).
+  std::atomic<std::uint32_t> wake_word_{0};
+  void wake_writer() noexcept;
+  // Sleeps until wake_word_ is no longer `seen`, or `limit` passed (a limit of 0: none).
+  void sleep_unless_moved(std::uint32_t seen, std::chrono::nanoseconds limit) noexcept;
+  // Whether a flush, reopen or shutdown asks the writer to act now (takes the mutex).
+  bool asked(bool also_urgent);
+
+  // The rare requests, and a flush's wait for the writer.
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
   std::condition_variable drained_;
   bool urgent_ = false;  // a flush waits: no lingering
   std::uint64_t written_ = 0;  // lines taken off the queue and handled

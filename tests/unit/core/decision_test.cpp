@@ -122,10 +122,17 @@ TEST_CASE("without a flush, a line reaches the file within a second, the writer 
     }
     return false;
   };
+  // Long enough for a writer just started, and then one whose linger found nothing, to
+  // have gone to sleep: the line after it must wake it.
+  const auto until_idle = 10 * core::decision_log::linger;
+  std::this_thread::sleep_for(until_idle);
   (*log)->write("{\"n\":1}\n");  // the writer is idle: this line wakes it
   CHECK(arrives_within(8));
   (*log)->write("{\"n\":2}\n");  // the writer lingers after the first: nobody wakes it
   CHECK(arrives_within(16));
+  std::this_thread::sleep_for(until_idle);
+  (*log)->write("{\"n\":3}\n");  // idle again
+  CHECK(arrives_within(24));
   log->reset();
   std::filesystem::remove(path);
 }

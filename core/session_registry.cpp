@@ -1,5 +1,7 @@
 #include "core/session_registry.hpp"
 
+#include "core/read_sections.hpp"
+
 #include "policy/host_port.hpp"
 #include "policy/snapshot.hpp"
 
@@ -95,8 +97,11 @@ session_registry::session_registry(policy::store& policies, decision_sink& log, 
     : policies_(policies), log_(log), metrics_(m) {}
 
 session_registry::~session_registry() {
-  std::lock_guard lock(mutex_);
-  for (const auto& [id, e] : sessions_) emit_session(e, "close");
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, e] : sessions_) emit_session(e, "close");
+  }
+  delete index_.load(std::memory_order_relaxed);  // the loops are gone: nobody reads it
 }
 
 registry_result<std::shared_ptr<const policy::snapshot>> session_registry::compile_and_publish(
@@ -278,17 +283,16 @@ std::optional<session_view> session_registry::find(const std::string& id) const 
 }
 
 std::string session_registry::netns_of(std::string_view id) const {
-  const auto index = index_.load(std::memory_order_acquire);
+  const read_sections::guard reading;
+  const stamp_index* index = index_.load(std::memory_order_seq_cst);
   auto it = index->find(id);
   return it == index->end() ? std::string() : it->second.netns;
 }
 
 session_totals session_registry::close_removed(const entry& e) {
-  // A line being emitted on another loop this very moment may hold an index from before
-  // the session left it, and with it these counters: wait for every such index to be let
-  // go (one line's emit; bounded all the same), so the close line has every line's share.
-  for (int i = 0; e.tally.use_count() > 1 && i < 100000; ++i) std::this_thread::yield();
-  std::atomic_thread_fence(std::memory_order_acquire);  // pairs with the release of their references
+  // publish_index() took the session out and waited for every line that could still hold
+  // the old index, so every line stamped as the session's is in these counters (each
+  // reader's section ends with a release, which that wait acquired).
   emit_session(e, "close");
   return e.tally->read();
 }
@@ -300,10 +304,14 @@ session_view session_registry::view_of(const entry& e) const {
 }
 
 void session_registry::publish_index() {
-  auto next = std::make_shared<stamp_index>();
+  auto next = std::make_unique<stamp_index>();
   for (const auto& [id, e] : sessions_)
     next->emplace(id, stamp{e.tally, e.view.labels, e.view.tool_call, e.view.netns});
-  index_.store(std::move(next), std::memory_order_release);
+  const stamp_index* old = index_.exchange(next.release(), std::memory_order_seq_cst);
+  // A line being emitted on another thread this very moment may still read the old index
+  // (and, through it, a removed session's counters): wait for it, then free the old one.
+  read_sections::wait_for_readers();
+  delete old;
 }
 
 void session_registry::publish_runtime_table() {
@@ -350,7 +358,8 @@ void session_registry::emit(const decision_record& r) noexcept {
     metrics_.count(r);
   } catch (...) {  // a metric that cannot be counted must not cost the line
   }
-  const auto index = index_.load(std::memory_order_acquire);
+  const read_sections::guard reading;  // until the last use of the stamp
+  const stamp_index* index = index_.load(std::memory_order_seq_cst);
   const auto it = index->find(r.session);
   if (it == index->end()) return log_.emit(r);
   const stamp& s = it->second;

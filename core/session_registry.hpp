@@ -111,7 +111,7 @@ class session_registry final : public decision_sink {
   using stamp_index = std::map<std::string, stamp, std::less<>>;
 
   void publish_runtime_table();
-  void publish_index();  // after every change to sessions_, under the mutex
+  void publish_index();  // after every change to sessions_, under the mutex; waits for readers
   // Writes the close line of a session already out of the index; its totals.
   session_totals close_removed(const entry& e);
   session_view view_of(const entry& e) const;
@@ -123,7 +123,10 @@ class session_registry final : public decision_sink {
   mutable std::mutex mutex_;  // guards base_ and sessions_
   policy::config base_;
   std::map<std::string, entry, std::less<>> sessions_;  // ordered: stable listings
-  std::atomic<std::shared_ptr<const stamp_index>> index_{std::make_shared<const stamp_index>()};
+  // Replaced whole on every change; read inside a read section (core/read_sections.hpp),
+  // so a line takes no lock and writes nothing other threads write; the old one is freed
+  // once the sections open at the swap have closed.
+  std::atomic<const stamp_index*> index_{new stamp_index};
 };
 
 }  // namespace airlock::core

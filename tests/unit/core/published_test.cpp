@@ -1,4 +1,5 @@
 #include "core/published.hpp"
+#include "unit/rising_readers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -41,21 +42,8 @@ TEST_CASE("published: several at once in one thread, and readers on threads whil
     for (int i = 0; i < 9; ++i) CHECK(*many[static_cast<std::size_t>(i)]->load() == i);
 
   published<int> p(std::make_shared<const int>(0));
-  std::atomic<bool> stop = false;
-  std::atomic<int> backwards = 0;
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 2; ++t)
-    readers.emplace_back([&] {
-      int last = 0;
-      for (int i = 0; i < 200000 && !stop; ++i) {
-        const int now = *p.load();
-        if (now < last) ++backwards;  // stores only go up: a thread never reads back in time
-        last = now;
-      }
-    });
+  airlock::test::rising_readers readers(2, 200000, [&] { return *p.load(); });
   for (int v = 1; v <= 2000; ++v) p.store(std::make_shared<const int>(v));
-  stop = true;
-  for (auto& r : readers) r.join();
-  CHECK(backwards == 0);
+  CHECK(readers.stop() == 0);  // stores only go up: a thread never reads back in time
   CHECK(*p.load() == 2000);
 }

@@ -1,4 +1,5 @@
 #include "core/read_sections.hpp"
+#include "unit/rising_readers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -44,26 +45,15 @@ TEST_CASE("read_sections: a section of the caller's own, and none at all, do not
 // Under ASan (the dev preset) a reader that met a freed object fails this test.
 TEST_CASE("read_sections: readers on threads while the writer swaps and frees") {
   std::atomic<const int*> current{new int(0)};
-  std::atomic<bool> stop = false;
-  std::atomic<long> backwards = 0;
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 2; ++t)
-    readers.emplace_back([&] {
-      int last = 0;
-      for (int i = 0; i < 2000000 && !stop; ++i) {
-        const read_sections::guard reading;
-        const int now = *current.load(std::memory_order_seq_cst);
-        if (now < last) ++backwards;
-        last = now;
-      }
-    });
+  airlock::test::rising_readers readers(2, 2000000, [&] {
+    const read_sections::guard reading;
+    return *current.load(std::memory_order_seq_cst);
+  });
   for (int v = 1; v <= 2000; ++v) {
     const int* old = current.exchange(new int(v), std::memory_order_seq_cst);
     read_sections::wait_for_readers();
     delete old;
   }
-  stop = true;
-  for (auto& r : readers) r.join();
+  CHECK(readers.stop() == 0);
   delete current.load();
-  CHECK(backwards == 0);
 }

@@ -3,17 +3,17 @@
 // grace period, in the form that needs no event loop): a reader marks its thread as inside
 // a section for the few instructions it uses the object, and the writer, after swapping a
 // pointer, waits until every section open at that moment has closed. Entering and leaving
-// are two stores to the thread's own counter: no lock and no write to a line other threads
-// write. The decision lines use it (the sessions' index, core/session_registry.hpp): they
-// are emitted from every event loop and from threads that are not loops.
+// are two increments of the thread's own counter: no lock, and no write to a line other
+// threads write. The decision lines use it (the sessions' index, core/session_registry.hpp):
+// they are emitted from every event loop and from threads that are not loops.
 //
 //   // reader                                   // writer
 //   read_sections::guard reading;               auto* old = ptr.exchange(next);
 //   const T* p = ptr.load();                    read_sections::wait_for_readers();
 //   use(*p);                                    delete old;
 //
-// Both loads and the exchange must be seq_cst (the reader's mark, then its load; the
-// writer's exchange, then its look at the marks).
+// The reader's load and the writer's exchange must be seq_cst: the reader marks, then
+// loads; the writer exchanges, then looks at the marks; so one of them sees the other.
 namespace airlock::core {
 
 class read_sections {

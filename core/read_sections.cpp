@@ -1,25 +1,27 @@
 #include "core/read_sections.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 namespace airlock::core {
 
 namespace {
 
 // One per thread that ever read: `count` is odd while the thread is inside a section.
+// Linked into the list by its own pointers, so registering allocates nothing and cannot
+// fail (a decision line's emit is noexcept).
 struct slot {
   std::atomic<std::uint64_t> count{0};
   unsigned depth = 0;  // the thread's own: nested guards
+  slot* prev = nullptr;
+  slot* next = nullptr;
 };
 
 struct slots {
   std::mutex mutex;  // taken once per thread (its first section, its exit) and by writers
-  std::vector<slot*> all;
+  slot* first = nullptr;
   static slots& instance() {
     static slots* s = new slots;  // never destroyed: threads may exit after static destructors
     return *s;
@@ -28,26 +30,29 @@ struct slots {
 
 struct registered {
   slot mine;
-  registered() {
+  registered() noexcept {
     auto& s = slots::instance();
     std::lock_guard lock(s.mutex);
-    s.all.push_back(&mine);
+    mine.next = s.first;
+    if (s.first != nullptr) s.first->prev = &mine;
+    s.first = &mine;
   }
   ~registered() {
     auto& s = slots::instance();
     std::lock_guard lock(s.mutex);
-    std::erase(s.all, &mine);
+    (mine.prev != nullptr ? mine.prev->next : s.first) = mine.next;
+    if (mine.next != nullptr) mine.next->prev = mine.prev;
   }
 };
 
-slot& this_thread_slot() {
+slot& this_thread_slot() noexcept {
   thread_local registered r;
   return r.mine;
 }
 
 }  // namespace
 
-read_sections::guard::guard() {
+read_sections::guard::guard() noexcept {
   auto& s = this_thread_slot();
   if (s.depth++ == 0) s.count.fetch_add(1, std::memory_order_seq_cst);  // odd: inside
 }
@@ -61,7 +66,7 @@ void read_sections::wait_for_readers() {
   const slot* self = &this_thread_slot();
   auto& s = slots::instance();
   std::lock_guard lock(s.mutex);
-  for (slot* other : s.all) {
+  for (const slot* other = s.first; other != nullptr; other = other->next) {
     if (other == self) continue;
     const auto seen = other->count.load(std::memory_order_seq_cst);
     if (seen % 2 == 0) continue;  // outside: any section it opens later reads the new pointer

@@ -21,7 +21,7 @@ class read_sections {
   // This thread reads until the guard goes. Nestable; never across a co_await.
   class guard {
    public:
-    guard();
+    guard() noexcept;
     ~guard();
     guard(const guard&) = delete;
     guard& operator=(const guard&) = delete;

@@ -107,11 +107,11 @@ TEST_CASE("SERVFAIL, truncated answers and TTL 0 are never cached") {
   CHECK(c.size() == 0);
 }
 
-TEST_CASE("bounded: the least recently used entry goes first") {
+TEST_CASE("bounded: an entry read since the clock hand last passed it gets another round") {
   answer_cache c({.max_entries = 2});
   c.store("1.example", wire::type::a, answer(0, {a_record(300)}), t0);
   c.store("2.example", wire::type::a, answer(0, {a_record(300)}), t0);
-  CHECK(c.find("1.example", wire::type::a, t0));  // 1 is now the most recent
+  CHECK(c.find("1.example", wire::type::a, t0));  // read: the hand passes over it once
   c.store("3.example", wire::type::a, answer(0, {a_record(300)}), t0);
   CHECK(c.size() == 2);
   CHECK(c.find("1.example", wire::type::a, t0));

@@ -32,7 +32,7 @@ TGT_NOTE[haproxy]="HAProxy $(haproxy -v 2>/dev/null | awk 'NR==1{print $3}'), nb
 
 TGT_MODE[nginx]=tproxy TGT_PORTS[nginx]="$PORT_NGINX_TLS $PORT_NGINX_HTTP $PORT_NGINX_TCP" TGT_PROCS[nginx]=nginx-gw
 TGT_START[nginx]=start_nginx_gw
-TGT_NOTE[nginx]="nginx $(nginx -v 2>&1 | sed 's|.*/||'), $GW_THREADS workers, nft TPROXY (IP_TRANSPARENT listeners handed over through the NGINX variable), proxy_pass \$server_addr:\$server_port; TLS: stream ssl_preread + map hostnames; HTTP: map \$host; opaque TCP: stream, geo \$server_addr (the origin's /24)"
+TGT_NOTE[nginx]="nginx $(nginx -v 2>&1 | sed 's|.*/||'), $GW_THREADS workers, nft TPROXY (IP_TRANSPARENT listeners handed over through the NGINX variable), proxy_pass \$server_addr:\$server_port; TLS: stream ssl_preread + map hostnames, proxy_half_close $NGINX_HALF_CLOSE; HTTP: map \$host; opaque TCP: stream, geo \$server_addr (the origin's /24)"
 
 TGT_MODE[squid]=redirect TGT_PORTS[squid]="$PORT_SQUID_TLS $PORT_SQUID_HTTP -" TGT_PROCS[squid]=squid
 TGT_START[squid]=start_squid

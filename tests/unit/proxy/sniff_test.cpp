@@ -147,6 +147,22 @@ TEST_CASE("sniff: with no quiet limit, silence ends at the deadline as a timeout
   CHECK(out.took >= 150ms);
 }
 
+// The deadline is watched only from sniff's first wait; one whose first read found part of
+// a head must still be watched once it waits for the rest.
+TEST_CASE("sniff: part of a head queued at the start, then silence, ends at the deadline as a timeout") {
+  pair_on_loopback p;
+  asio::write(p.client, asio::buffer(head.substr(0, 20)));
+  outcome out;
+  spawn(p.io, run_sniff(p.accepted, out, 150ms, std::nullopt));
+  p.io.run_for(10s);
+  REQUIRE(out.got.has_value());
+  REQUIRE(out.got->failure.has_value());
+  CHECK(*out.got->failure == airlock::policy::reason::timeout);
+  CHECK(out.got->bytes.size() == 20);
+  CHECK(out.took >= 150ms);
+  CHECK(out.took < 5s);
+}
+
 TEST_CASE("sniff: a head cut off by the client's FIN is truncated HTTP") {
   pair_on_loopback p;
   asio::write(p.client, asio::buffer(head.substr(0, 20)));

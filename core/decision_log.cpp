@@ -125,6 +125,20 @@ void decision_log::sleep_unless_moved(std::uint32_t seen, std::chrono::nanosecon
   ::syscall(SYS_futex, &wake_word_, FUTEX_WAIT_PRIVATE, seen, limit.count() > 0 ? &ts : nullptr, nullptr, 0);
 }
 
+template <typename Done>
+void decision_log::sleep_until(Done done, std::optional<std::chrono::steady_clock::time_point> until) {
+  for (;;) {
+    const auto seen = wake_word_.load(std::memory_order_seq_cst);
+    if (done()) return;
+    auto left = std::chrono::nanoseconds::zero();  // no limit
+    if (until) {
+      left = *until - std::chrono::steady_clock::now();
+      if (left <= std::chrono::nanoseconds::zero()) return;
+    }
+    sleep_unless_moved(seen, left);
+  }
+}
+
 bool decision_log::asked(bool also_urgent) {
   std::lock_guard lock(mutex_);
   return stopping_ || reopen_requested_ || (also_urgent && urgent_);
@@ -197,21 +211,11 @@ void decision_log::run() {
     bool reopen = false;
     if (lingering) {
       // Lines gather meanwhile; only a flush, reopen, shutdown or a filling queue cut it short.
-      const auto until = std::chrono::steady_clock::now() + linger;
-      for (;;) {
-        const auto seen = wake_word_.load(std::memory_order_seq_cst);
-        if (asked(true) || pending_lines_.load() > capacity_ / 4) break;
-        const auto left = until - std::chrono::steady_clock::now();
-        if (left <= std::chrono::nanoseconds::zero()) break;
-        sleep_unless_moved(seen, left);
-      }
+      sleep_until([&] { return asked(true) || pending_lines_.load() > capacity_ / 4; },
+                  std::chrono::steady_clock::now() + linger);
     } else {
       writer_idle_.store(true, std::memory_order_seq_cst);
-      for (;;) {
-        const auto seen = wake_word_.load(std::memory_order_seq_cst);
-        if (newest_.load(std::memory_order_seq_cst) != nullptr || asked(false)) break;
-        sleep_unless_moved(seen, std::chrono::nanoseconds::zero());
-      }
+      sleep_until([&] { return newest_.load(std::memory_order_seq_cst) != nullptr || asked(false); });
       writer_idle_.store(false, std::memory_order_relaxed);
     }
     {
@@ -250,22 +254,14 @@ void decision_log::run() {
     if (!ok) {
       // The sink refuses (full disk, closed pipe): back off instead of spinning.
       lingering = false;
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-      for (;;) {
-        const auto seen = wake_word_.load(std::memory_order_seq_cst);
-        bool stopping = false;
-        {
-          std::lock_guard lock(mutex_);
-          stopping = stopping_;
-        }
-        if (stopping) {
-          if (newest_.load() == nullptr) return;
-          break;
-        }
-        const auto left = until - std::chrono::steady_clock::now();
-        if (left <= std::chrono::nanoseconds::zero()) break;
-        sleep_unless_moved(seen, left);
-      }
+      bool stopping = false;
+      sleep_until(
+          [&] {
+            std::lock_guard lock(mutex_);
+            return stopping = stopping_;
+          },
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+      if (stopping && newest_.load() == nullptr) return;
     }
   }
 }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -94,6 +95,11 @@ class decision_log final : public decision_sink {
   void wake_writer() noexcept;
   // Sleeps until wake_word_ is no longer `seen`, or `limit` passed (a limit of 0: none).
   void sleep_unless_moved(std::uint32_t seen, std::chrono::nanoseconds limit) noexcept;
+  // The writer's every wait: sleeps until `done()` holds, or `until` passed (without one,
+  // only `done` ends it). The word is read before each look at `done`, so a wake-up that
+  // comes after the look has moved it and the sleep after the look returns at once.
+  template <typename Done>
+  void sleep_until(Done done, std::optional<std::chrono::steady_clock::time_point> until = std::nullopt);
   // Whether a flush, reopen or shutdown asks the writer to act now (takes the mutex).
   bool asked(bool also_urgent);
 

@@ -5,6 +5,7 @@
 #include "certs/leaf_minter.hpp"
 #include "certs/tls_contexts.hpp"
 #include "core/control_api.hpp"
+#include "core/cpu_quota.hpp"
 #include "core/deadline.hpp"
 #include "core/decision_log.hpp"
 #include "core/http_server.hpp"
@@ -74,12 +75,18 @@ std::string inspection_ca(const policy::config& cfg) {
   return {};
 }
 
-// The CPUs this process may run on: the default number of event loops.
+// The default number of event loops: the CPUs this process may run on, or fewer when its
+// cgroup's CPU quota is less (core/cpu_quota.hpp).
 unsigned usable_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  const unsigned cpus =
+      ::sched_getaffinity(0, sizeof set, &set) == 0 ? static_cast<unsigned>(std::max(1, CPU_COUNT(&set))) : 1;
+  const auto quota = cpu_quota::of_this_process();
+  if (!quota || cpu_quota::loops_for(*quota) >= cpus) return cpus;
+  std::fprintf(stderr, "airlock: threads: auto: %u, for the cgroup's CPU quota of %.2f (of %u CPUs)\n",
+               cpu_quota::loops_for(*quota), *quota, cpus);
+  return cpu_quota::loops_for(*quota);
 }
 
 }  // namespace

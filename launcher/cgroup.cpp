@@ -1,5 +1,6 @@
 #include "launcher/cgroup.hpp"
 
+#include "core/cgroup_layout.hpp"
 #include "core/unique_fd.hpp"
 #include "policy/units.hpp"
 
@@ -11,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <thread>
 
@@ -46,65 +46,6 @@ bool has_word(const std::string& text, std::string_view word) {
   return false;
 }
 
-// The host's cgroup mounts and this process's place in each.
-struct layout {
-  fs::path v2_mount;
-  std::string v2_controllers;  // cgroup.controllers of the v2 root
-  struct v1 {
-    fs::path mount;
-    fs::path own;  // this process's cgroup in it, as a directory
-  };
-  std::optional<v1> memory, pids, cpu;
-};
-
-layout read_layout(const cgroup_host& host) {
-  layout l;
-  // /proc/self/cgroup: "0::/path" (v2) and "N:memory:/path" or "N:cpu,cpuacct:/path" (v1).
-  std::map<std::string, std::string> own;  // controller -> path
-  {
-    std::istringstream in(host.own_cgroups);
-    std::string line;
-    while (std::getline(in, line)) {
-      const auto a = line.find(':'), b = line.find(':', a + 1);
-      if (a == std::string::npos || b == std::string::npos) continue;
-      std::istringstream names(line.substr(a + 1, b - a - 1));
-      std::string n;
-      while (std::getline(names, n, ',')) own[n] = line.substr(b + 1);
-    }
-  }
-  // /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPEROPTS".
-  std::istringstream in(host.mountinfo);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string id, parent, dev, root, point;
-    f >> id >> parent >> dev >> root >> point;
-    const auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string type, source, super;
-    tail >> type >> source >> super;
-    if (type == "cgroup2" && l.v2_mount.empty()) {
-      l.v2_mount = point;
-      l.v2_controllers = host.read(fs::path(point) / "cgroup.controllers");
-    } else if (type == "cgroup") {
-      std::istringstream opts(super);
-      std::string o;
-      while (std::getline(opts, o, ',')) {
-        std::optional<layout::v1>* slot = o == "memory" ? &l.memory
-                                          : o == "pids" ? &l.pids
-                                          : o == "cpu"  ? &l.cpu
-                                                        : nullptr;
-        if (slot == nullptr || *slot || !own.contains(o)) continue;
-        std::string path = own[o];
-        if (root != "/" && path.starts_with(root)) path = path.substr(root.size());
-        *slot = layout::v1{point, fs::path(point) / fs::path(path).relative_path()};
-      }
-    }
-  }
-  return l;
-}
-
 }  // namespace
 
 std::vector<fs::path> cgroup_plan::dirs() const {
@@ -125,11 +66,11 @@ cgroup_host this_host() {
 
 boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits,
                                                              const cgroup_host& host) {
-  const auto l = read_layout(host);
+  const auto l = core::read_cgroup_layout(host.mountinfo, host.own_cgroups, host.read);
   cgroup_plan plan;
   if (!l.v2_mount.empty() && host.writable(l.v2_mount)) plan.v2 = l.v2_mount / "airlock" / id;
 
-  auto place = [&](bool wanted, std::string_view controller, const std::optional<layout::v1>& v1,
+  auto place = [&](bool wanted, std::string_view controller, const std::optional<core::cgroup_layout::v1>& v1,
                    fs::path& out) -> boost::system::result<void, std::string> {
     if (!wanted) return {};
     if (!plan.v2.empty() && has_word(l.v2_controllers, controller)) {

@@ -14,6 +14,7 @@
 # nginx server blocks, e.g. by server_name on $ORIGIN_IP), then
 #   world_up            # namespaces, certificates, unbound, nginx
 #   world_start_airlock [airlock daemon args...]
+#   world_await_airlock PID   # an airlock started another way: tracked, ready awaited
 #   world_sbx CMD...    # run CMD in the sandbox
 #   world_down          # (also installed as an EXIT trap by world_up)
 
@@ -276,7 +277,13 @@ world_airlock_config() {
 world_start_airlock() {
   : >"$W/airlock.stderr"  # a restart must not find the previous run's "ready"
   ip netns exec "$GW" "$AIRLOCK" daemon "$@" 2>"$W/airlock.stderr" &
-  AIRLOCK_PID=$!
+  world_await_airlock $!
+}
+
+# Keeps PID as airlock's (stopped with the world) and waits for its ready line in
+# $W/airlock.stderr, which the caller emptied before starting it.
+world_await_airlock() {
+  AIRLOCK_PID=$1
   WORLD_PIDS+=("$AIRLOCK_PID")
   for _ in $(seq 200); do
     grep -q 'airlock: ready' "$W/airlock.stderr" 2>/dev/null && return 0

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# threads: auto under a CPU quota (README.md, "Threads"): airlock started in a cgroup whose
+# quota is one CPU runs one event loop, says why, and serves; started the same way outside
+# it, one loop per CPU. The cgroup is v2's cpu.max where the host's v2 hierarchy has the cpu
+# controller, else v1's cpu.cfs_quota_us. airlock enters the gateway's namespace with
+# nsenter: `ip netns exec` remounts /sys, which would hide the cgroup files from it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+WORLD_RECORDS="listed.airlock.test 203.0.113.10"
+WORLD_CERT_NAMES="listed.airlock.test"
+source "$here/lib/world.sh"
+source "$here/lib/check.sh"
+
+CG=""
+if grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null && [[ -w /sys/fs/cgroup/cgroup.subtree_control ]]; then
+  grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+  CG=/sys/fs/cgroup/e2e-cpu-quota-$$
+  mkdir "$CG"
+  echo "100000 100000" >"$CG/cpu.max"
+elif [[ -w /sys/fs/cgroup/cpu/cgroup.procs ]]; then
+  CG=/sys/fs/cgroup/cpu/e2e-cpu-quota-$$
+  mkdir "$CG"
+  echo 100000 >"$CG/cpu.cfs_period_us"
+  echo 100000 >"$CG/cpu.cfs_quota_us"
+else
+  echo "SKIP: no writable cgroup hierarchy with the cpu controller"
+  exit 77
+fi
+world_up
+trap 'world_down; rmdir "$CG" 2>/dev/null || true' EXIT
+world_airlock_config quota-sandbox <<<'      - host: listed.airlock.test'
+cpus=$(nproc)
+
+# start_in CGROUP: airlock in the gateway's namespace, moved into CGROUP first ("" for none).
+start_in() {
+  [[ -n $AIRLOCK_PID ]] && { kill "$AIRLOCK_PID"; wait "$AIRLOCK_PID" 2>/dev/null || true; }
+  : >"$W/airlock.stderr"
+  bash -c '[[ -z $1 ]] || echo $$ >"$1/cgroup.procs"; exec nsenter --net=/run/netns/"$2" "$3" daemon -c "$4"' \
+    _ "$1" "$GW" "$AIRLOCK" "$W/airlock.yaml" 2>"$W/airlock.stderr" &
+  world_await_airlock $!
+}
+fetch() { sbx_curl --resolve "listed.airlock.test:443:$ORIGIN_IP" https://listed.airlock.test/; }
+
+start_in "$CG"
+expect "in a cgroup with a quota of one CPU, airlock runs one loop" grep -q 'airlock: ready:.* threads=1$' "$W/airlock.stderr"
+if ((cpus > 1)); then
+  expect "  and says why ($cpus CPUs)" \
+    grep -qF "threads: auto: 1, for the cgroup's CPU quota of 1.00 (of $cpus CPUs)" "$W/airlock.stderr"
+fi
+expect "  and serves" body_is "origin says hello to listed.airlock.test" fetch
+
+start_in ""
+expect "started the same way outside it, one loop per CPU ($cpus)" grep -q "airlock: ready:.* threads=$cpus\$" "$W/airlock.stderr"
+expect_not "  with nothing said of a quota" grep -q "CPU quota" "$W/airlock.stderr"
+check_summary

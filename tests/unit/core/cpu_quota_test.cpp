@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include <unistd.h>
 
@@ -26,6 +28,14 @@ std::string read_file(const fs::path& p) {
 }
 
 void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+// Writes each file of `tree` (a path under `root`, and its text), making its folders.
+void plant(const fs::path& root, std::initializer_list<std::pair<const char*, const char*>> tree) {
+  for (const auto& [file, text] : tree) {
+    fs::create_directories((root / file).parent_path());
+    write_file(root / file, text);
+  }
+}
 
 // A scratch folder that goes with the test.
 struct scratch {
@@ -63,11 +73,10 @@ TEST_CASE("cpu_quota: loops are the quota rounded up, at least one") {
 TEST_CASE("cpu_quota: cgroup v2, the smallest cpu.max from the process's cgroup up to the mount") {
   scratch s;
   const fs::path mount = s.root / "cgroup2";
-  fs::create_directories(mount / "outer/inner/leaf");
-  write_file(mount / "cgroup.controllers", "cpu memory pids\n");
-  write_file(mount / "outer/cpu.max", "300000 100000\n");
-  write_file(mount / "outer/inner/cpu.max", "max 100000\n");
-  write_file(mount / "outer/inner/leaf/cpu.max", "max 100000\n");
+  plant(mount, {{"cgroup.controllers", "cpu memory pids\n"},
+                {"outer/cpu.max", "300000 100000\n"},
+                {"outer/inner/cpu.max", "max 100000\n"},
+                {"outer/inner/leaf/cpu.max", "max 100000\n"}});
   const std::string mountinfo = "30 22 0:27 / " + mount.string() + " rw,relatime - cgroup2 cgroup2 rw\n";
   auto limit_for = [&](const std::string& own) {
     return q::limit(read_cgroup_layout(mountinfo, "0::" + own + "\n", read_file), read_file);
@@ -90,11 +99,10 @@ TEST_CASE("cpu_quota: cgroup v2, the smallest cpu.max from the process's cgroup 
 TEST_CASE("cpu_quota: cgroup v1, the cpu controller's quota over its period, up to its mount") {
   scratch s;
   const fs::path mount = s.root / "cpu";
-  fs::create_directories(mount / "sandboxes/one");
-  write_file(mount / "sandboxes/cpu.cfs_quota_us", "150000\n");
-  write_file(mount / "sandboxes/cpu.cfs_period_us", "100000\n");
-  write_file(mount / "sandboxes/one/cpu.cfs_quota_us", "-1\n");
-  write_file(mount / "sandboxes/one/cpu.cfs_period_us", "100000\n");
+  plant(mount, {{"sandboxes/cpu.cfs_quota_us", "150000\n"},
+                {"sandboxes/cpu.cfs_period_us", "100000\n"},
+                {"sandboxes/one/cpu.cfs_quota_us", "-1\n"},
+                {"sandboxes/one/cpu.cfs_period_us", "100000\n"}});
   const std::string mountinfo = "31 30 0:28 / " + mount.string() + " rw,relatime - cgroup cgroup rw,cpu,cpuacct\n";
   const auto l = read_cgroup_layout(mountinfo, "3:cpu,cpuacct:/sandboxes/one\n0::/\n", read_file);
   REQUIRE(l.cpu.has_value());

@@ -187,4 +187,27 @@ class cancel_after : private deadline_watch::entry {
   bool passed_ = false;
 };
 
+// A cancel_after watched only from the first wait (arm(), called before each wait; the
+// first call starts the watch): a wait that often never happens (a first message already
+// queued at the accept, a connect to a local link established at once) would otherwise
+// cost an idle loop a timer re-arm and a cancelled wait's handler for a deadline set and
+// dropped. The limit counts from the first wait, microseconds after the scope began.
+template <typename IoObject>
+class cancel_after_first_wait {
+ public:
+  cancel_after_first_wait(IoObject& io, std::chrono::steady_clock::duration limit, when_due what = when_due::cancel)
+      : io_(io), limit_(limit), what_(what) {}
+
+  void arm() {
+    if (!watch_) watch_.emplace(io_, limit_, what_);
+  }
+  bool passed() const noexcept { return watch_ && watch_->passed(); }
+
+ private:
+  IoObject& io_;
+  std::chrono::steady_clock::duration limit_;
+  when_due what_;
+  std::optional<cancel_after<IoObject>> watch_;
+};
+
 }  // namespace airlock::core

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <optional>
 #include <span>
 #include <tuple>
 #include <utility>
@@ -43,22 +42,20 @@ std::tuple<boost::system::error_code, std::size_t> read_now(asio::ip::tcp::socke
 asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::steady_clock::duration limit,
                                std::optional<std::chrono::steady_clock::duration> quiet_limit) {
   std::vector<std::byte> bytes;
-  // For the whole of it, a quiet start included, but watched from the first wait: most
-  // first messages are whole by the accept, and a deadline set and dropped without a wait
-  // still costs an idle loop a timer re-arm and a cancelled wait's handler.
-  std::optional<core::cancel_after<asio::ip::tcp::socket>> deadline;
-  const auto passed = [&deadline] { return deadline && deadline->passed(); };
+  // For the whole of it, a quiet start included; most first messages are whole by the
+  // accept, so it is watched only from the first wait.
+  core::cancel_after_first_wait deadline(client, limit);
   std::array<std::byte, 4096> chunk;
   // Most clients have spoken by the time they are accepted: the first read is tried at
   // once, with no wait and no asking first how much is queued.
   auto first = read_now(client, chunk);
   if (std::get<0>(first) == asio::error::would_block) {
-    deadline.emplace(client, limit);
+    deadline.arm();
     found_empty(client);  // the read below waits for the bytes without trying first
     if (quiet_limit) {
       const core::cancel_after quiet(client, *quiet_limit);
       co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
-      if (quiet.passed() && !passed()) {
+      if (quiet.passed() && !deadline.passed()) {
         sniffed s;
         s.type = sniffed::kind::opaque;
         s.silent = true;
@@ -69,13 +66,13 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
   }
   bool have_first = std::get<0>(first) || std::get<1>(first) > 0;
   first_message_tracker framing;
-  while (!passed()) {
-    if (!have_first && !deadline) deadline.emplace(client, limit);
+  while (!deadline.passed()) {
+    if (!have_first) deadline.arm();
     auto [ec, n] = std::exchange(have_first, false)
                        ? first
                        : co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
-    if (passed()) break;
+    if (deadline.passed()) break;
     if (ec && ec != asio::error::eof) co_return failed_as(bytes, reason::truncated);
     const bool at_eof = ec == asio::error::eof;
     // Full parses only when the framing says a verdict may be ready (A1: flat CPU for

@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
-#include <optional>
 #include <type_traits>
 
 #include <sys/socket.h>
@@ -389,9 +388,9 @@ bool connected(tcp::socket& s) noexcept {
 asio::awaitable<upstream_reached> connect_any(tcp::socket& upstream, const std::vector<asio::ip::address>& addresses,
                                               std::uint16_t port, std::chrono::steady_clock::duration limit,
                                               std::span<const std::byte> first) {
-  // Watched from the first wait: to an origin on a local link the connect is most often
-  // established before there is one (check_established).
-  std::optional<core::cancel_after<tcp::socket>> deadline;
+  // To an origin on a local link the connect is most often established before there is a
+  // wait (check_established).
+  core::cancel_after_first_wait deadline(upstream, limit, core::when_due::close);
   upstream_reached out;
   for (const auto& address : addresses) {
     const tcp::endpoint ep(address, port);
@@ -404,9 +403,9 @@ asio::awaitable<upstream_reached> connect_any(tcp::socket& upstream, const std::
     const auto state = check_established(upstream, first, sent);
     if (state == connect_state::established) co_return upstream_reached{ep, false, sent};
     if (state == connect_state::failed) continue;  // refused, unreachable: the next address
-    if (!deadline) deadline.emplace(upstream, limit, core::when_due::close);
+    deadline.arm();
     auto [ec] = co_await upstream.async_wait(tcp::socket::wait_write, nothrow);
-    if (deadline->passed()) break;
+    if (deadline.passed()) break;
     if (!ec && connected(upstream)) co_return upstream_reached{ep};
   }
   boost::system::error_code ignored;

@@ -22,6 +22,7 @@ namespace asio = boost::asio;
 using airlock::test::spawn;
 using asio::ip::tcp;
 using airlock::core::cancel_after;
+using airlock::core::cancel_after_first_wait;
 using airlock::core::nothrow;
 using airlock::core::when_due;
 using namespace std::chrono_literals;
@@ -81,6 +82,29 @@ TEST_CASE("cancel_after: a read that completes in time is untouched and leaves n
   CHECK_FALSE(out.passed);
   CHECK_FALSE(out.ec);
   CHECK(out.n == 2);
+}
+
+TEST_CASE("cancel_after_first_wait: nothing is watched before arm(); armed, it cuts a wait as cancel_after does") {
+  pair_of_sockets p;
+  read_outcome out;
+  bool passed_before_arm = true;
+  spawn(p.io, [](tcp::socket& s, read_outcome& result, bool& before) -> asio::awaitable<void> {
+    const auto started = clock::now();
+    cancel_after_first_wait deadline(s, 150ms);
+    asio::steady_timer t(s.get_executor(), 300ms);  // past the limit, but before any arm()
+    co_await t.async_wait(nothrow);
+    before = deadline.passed();
+    deadline.arm();
+    char buf[16];
+    auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), nothrow);
+    result = {deadline.passed(), ec, n, clock::now() - started};
+  }(p.near, out, passed_before_arm));
+  p.io.run_for(5s);
+  CHECK_FALSE(passed_before_arm);
+  CHECK(out.passed);
+  CHECK(out.ec == asio::error::operation_aborted);
+  CHECK(out.took >= 450ms);  // the limit counts from the arm, not from the start
+  CHECK(out.took < 3s);
 }
 
 TEST_CASE("cancel_after: deadlines of different limits on one loop each pass at their own") {

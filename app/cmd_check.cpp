@@ -50,9 +50,17 @@ int run_test_command(args a) {
   arg_reader r("test", a);
   const auto path = r.value("-c", "--config");
   const auto policy_name = r.value("", "--policy");
+  const auto speaks = r.value("", "--speaks");
   const auto rest = r.positionals();
   if (!policy_name) r.fail("--policy NAME is required");
   if (rest.size() != 1) r.fail("expected exactly one HOST[:PORT]");
+  auto spoken = policy::wire::unjudged;
+  if (speaks) {
+    if (*speaks == "tls") spoken = policy::wire::tls;
+    else if (*speaks == "http") spoken = policy::wire::http;
+    else if (*speaks == "opaque") spoken = policy::wire::opaque;
+    else r.fail("--speaks: '" + *speaks + "'; expected tls, http or opaque");
+  }
   if (r.failed()) return r.usage_error();
   const auto target = policy::parse_host_port(rest.front());
   if (!target) {
@@ -74,14 +82,17 @@ int run_test_command(args a) {
   boost::system::error_code ec;
   const auto address = boost::asio::ip::make_address(target->host, ec);
   if (!ec) {
-    d = p->decide(address, target->port.value_or(443));
+    d = p->decide(address, target->port.value_or(443), spoken);
   } else if (auto name = policy::domain_name::parse(target->host); name.has_value()) {
-    d = p->decide(*name, target->port.value_or(443));
+    d = p->decide(*name, target->port.value_or(443), spoken);
   } else {
     d = {policy::verdict::deny, policy::reason::invalid_name, "default"};
   }
-  std::printf("%s %s %.*s\n", policy::to_string(d.verdict).data(), policy::to_string(d.reason).data(),
+  std::printf("%s %s %.*s", policy::to_string(d.verdict).data(), policy::to_string(d.reason).data(),
               static_cast<int>(d.rule.size()), d.rule.data());
+  // What the allowing rule lets be spoken on the port: a name allowed on 443 is TLS naming it.
+  if (d.allowed()) std::printf(" protocol=%s", policy::to_string(d.protocol).data());
+  std::printf("\n");
   return d.verdict == policy::verdict::deny ? 1 : 0;
 }
 

@@ -44,16 +44,22 @@ Options:
   -h, --help          this text
 )";
 
-constexpr std::string_view test_help = R"(Usage: airlock test [-c FILE] --policy NAME HOST[:PORT]
+constexpr std::string_view test_help = R"(Usage: airlock test [-c FILE] --policy NAME [--speaks tls|http|opaque] HOST[:PORT]
 
 Prints the decision the policy NAME makes for a connection to HOST on PORT
 (default 443): 'allow' or 'deny', the reason code and the rule (FILE:LINE or
-'default'). HOST may be a name or an IP address ([V6]:PORT for IPv6 with a port).
+'default'), and for an allow what the rule lets be spoken on that port
+(protocol=tls: a TLS hello naming the host; http: a request naming it; any: any
+bytes). HOST may be a name or an IP address ([V6]:PORT for IPv6 with a port).
 Names that resolve to private addresses are judged at connection time, not here.
 
 Options:
   -c, --config FILE   policy file; default: the embedded default policy
       --policy NAME   the policy to ask (required)
+      --speaks KIND   judge a connection whose first bytes are KIND: tls or http
+                      naming HOST, or opaque (anything else, a TLS hello without a
+                      server name included); denied protocol_not_allowed when the
+                      port does not carry it
   -h, --help          this text
 
 Exit status: 0 allow, 1 deny, 2 error.

@@ -8,6 +8,7 @@
 #include "core/cpu_quota.hpp"
 #include "core/deadline.hpp"
 #include "core/decision_log.hpp"
+#include "core/host_addresses.hpp"
 #include "core/http_server.hpp"
 #include "core/listen.hpp"
 #include "core/loop_grace.hpp"
@@ -155,6 +156,7 @@ struct instance::parts {
   std::list<tcp::acceptor> proxy_acceptors;  // REDIRECT
   std::list<tcp::acceptor> tproxy_acceptors;
   std::vector<policy::endpoint_config> proxy_bound, tproxy_bound, explicit_bound, dns_bound, admin_bound;
+  std::optional<host_address_watch> host_watch;  // airlock's own addresses, as they change
   std::atomic<std::size_t> active_connections = 0;  // on every loop
   std::atomic<bool> stopping = false;
   std::string ready;
@@ -192,6 +194,19 @@ std::string load_inspection(instance::parts& p) {
   p.tls_upstream.emplace(std::move(*upstream));
   p.inspection.emplace(proxy::inspection_tls{*p.minter, *p.tls_server, *p.tls_upstream});
   return {};
+}
+
+// The host's interface addresses and the addresses the listeners are bound to (a listener
+// on 0.0.0.0 has its addresses among the interfaces'), as airlock's own.
+void publish_own_addresses(instance::parts& p) {
+  std::string error;
+  auto own = read_host_addresses(&error);
+  if (!error.empty()) std::fprintf(stderr, "airlock: warning: the host's addresses: %s\n", error.c_str());
+  for (const auto* bound : {&p.proxy_bound, &p.tproxy_bound, &p.explicit_bound, &p.dns_bound, &p.admin_bound})
+    for (const auto& ep : *bound)
+      if (!ep.address.is_unspecified())
+        own.push_back({ep.address, static_cast<std::uint8_t>(ep.address.is_v4() ? 32 : 128)});
+  p.policies->publish_host_addresses(std::move(own));
 }
 
 }  // namespace
@@ -359,6 +374,7 @@ void begin_shutdown(parts_t& r) {
   for (auto& a : r.dns_acceptors) a.close(ignored);
   for (auto& a : r.admin_acceptors) a.close(ignored);
   if (r.control) r.control->close(ignored);
+  if (r.host_watch) r.host_watch->stop();
   co_spawn(r.io, drain_then_stop(r), report("shutdown"));
 }
 
@@ -600,10 +616,27 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   if (!p->cfg.listen.control.empty())
     if (auto opened = open_control(*p); !opened.has_value()) return fail(1, opened.error());
 
+  // airlock's own addresses, before the first packet is judged.
+  publish_own_addresses(*p);
+  p->host_watch.emplace(p->io.get_executor(), [&r = *p] { publish_own_addresses(r); });
+  if (auto why = p->host_watch->start(); !why.empty())
+    std::fprintf(stderr, "airlock: warning: %s; the host's addresses are read once, at start\n", why.c_str());
+
   if (auto applied = p->sessions->apply(p->cfg); !applied.has_value()) {
     std::string message;
     for (const auto& m : applied.error().messages) message += (message.empty() ? "" : "\n") + m;
     return fail(2, message);
+  }
+  // Sessions registered through the control API outlive a restart of the daemon (not of
+  // the host: they name network namespaces, which do not): kept beside the control socket,
+  // under /run by default. Restored before the first packet is judged.
+  if (!p->cfg.listen.control.empty() && !options.embedded_listen) {
+    const auto file = std::filesystem::path(p->cfg.listen.control).parent_path() / "sessions.json";
+    const auto restored = p->sessions->restore_from(file);
+    for (const auto& m : restored.messages) std::fprintf(stderr, "airlock: %s\n", m.c_str());
+    if (restored.restored + restored.held > 0)
+      std::fprintf(stderr, "airlock: restored %zu registered session%s from %s (%zu held)\n", restored.restored,
+                   restored.restored == 1 ? "" : "s", file.c_str(), restored.held);
   }
 
   auto& r = *p;

@@ -64,13 +64,17 @@ void metrics::follower::follow(std::uint64_t total) {
   }
 }
 
+std::string_view metrics::policy_label(std::string_view policy) noexcept {
+  return policy.starts_with(runtime_policy_prefix) ? std::string_view("session") : policy;
+}
+
 void metrics::count(const decision_record& r) {
   if (r.event == event_kind::session) return;
   // Built in a buffer kept between calls: a decision costs no allocation.
   thread_local std::string key;
   key.clear();
   for (std::string_view part : {to_string(r.event), policy::to_string(r.verdict), policy::to_string(r.reason),
-                                std::string_view(r.proto), std::string_view(r.policy)}) {
+                                std::string_view(r.proto), policy_label(r.policy)}) {
     key += part;
     key += '\0';
   }
@@ -96,7 +100,7 @@ prom::Counter& metrics::add_decision_counter(std::atomic<const counter_node*>& b
                             {"verdict", std::string(policy::to_string(r.verdict))},
                             {"reason", std::string(policy::to_string(r.reason))},
                             {"proto", r.proto},
-                            {"policy", r.policy}});
+                            {"policy", std::string(policy_label(r.policy))}});
   nodes_.push_back(std::make_unique<const counter_node>(counter_node{std::string(key), &c, head}));
   bucket.store(nodes_.back().get(), std::memory_order_release);
   return c;

@@ -44,6 +44,11 @@ class metrics {
   metrics();
 
   void count(const decision_record& r);
+  // The `policy` label of a decision's series: a session's own policy (an `--allow` on top
+  // of its base, named "session:ID") counts as "session", so sessions that come and go
+  // add no series; the log line keeps the full name.
+  static std::string_view policy_label(std::string_view policy) noexcept;
+  static constexpr std::string_view runtime_policy_prefix = "session:";
   void observe_upstream(std::chrono::steady_clock::duration took, bool answered);
   void count_reload(bool ok);
 

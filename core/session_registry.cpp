@@ -1,6 +1,9 @@
 #include "core/session_registry.hpp"
 
+#include "core/metrics.hpp"
+#include "core/small_file.hpp"
 #include "core/read_sections.hpp"
+#include "core/session_state.hpp"
 
 #include "policy/host_port.hpp"
 #include "policy/snapshot.hpp"
@@ -29,7 +32,7 @@ std::string new_id() {
   return buf;
 }
 
-std::string derived_policy_name(const std::string& id) { return "session:" + id; }
+std::string derived_policy_name(const std::string& id) { return std::string(metrics::runtime_policy_prefix) + id; }
 
 // "HOST[:PORT]" allowances as rules: a name or "*.suffix" on the given port (or the
 // default 80 and 443), an address as a /32 or /128 cidr rule.
@@ -218,6 +221,8 @@ registry_result<std::string> session_registry::add(const session_request& reques
   e.view.netns = request.netns;
   e.base_policy = base;
   e.extra_allow = std::move(*extra);
+  e.request = request;
+  e.request.id = id;
   const bool derived = !e.extra_allow.empty();
   auto& inserted = sessions_.emplace(id, std::move(e)).first->second;
   if (derived) {
@@ -230,6 +235,7 @@ registry_result<std::string> session_registry::add(const session_request& reques
   publish_runtime_table();
   publish_index();
   emit_session(inserted, "open");
+  save_state();
   return id;
 }
 
@@ -245,6 +251,7 @@ registry_result<session_totals> session_registry::remove(const std::string& id) 
   publish_runtime_table();
   publish_index();
   const session_totals totals = close_removed(gone);
+  save_state();
   if (on_removed) on_removed(id, gone.view.netns);
   // Drop the derived policy too; if that fails (it cannot: the same file compiled
   // before), the stale policy is unreachable and harmless.
@@ -264,9 +271,77 @@ registry_result<void> session_registry::set_context(const std::string& id, const
     if (l == mine.end()) mine.emplace_back(k, v);
     else l->second = v;
   }
-  if (it->second.view.runtime) publish_runtime_table();
+  if (it->second.view.runtime) {
+    for (const auto& [k, v] : labels) {
+      auto& mine = it->second.request.labels;
+      auto l = std::find_if(mine.begin(), mine.end(), [&](const auto& kv) { return kv.first == k; });
+      if (l == mine.end()) mine.emplace_back(k, v);
+      else l->second = v;
+    }
+    publish_runtime_table();
+  }
   publish_index();
+  if (it->second.view.runtime) save_state();
   return {};
+}
+
+session_registry::restore_report session_registry::restore_from(const std::filesystem::path& file) {
+  restore_report report;
+  std::error_code missing;
+  if (std::filesystem::exists(file, missing)) {
+    std::string text;
+    if (auto read = read_small_file(file, text); !read.empty()) {
+      report.messages.push_back(read);
+    } else if (auto sessions = sessions_from_json(text); !sessions.has_value()) {
+      report.messages.push_back(file.string() + ": " + sessions.error() + "; no session restored");
+    } else {
+      for (const auto& s : *sessions) {
+        if (auto added = add(s.request); added.has_value()) {
+          ++report.restored;
+          if (!s.tool_call.empty()) (void)set_context(s.request.id, s.tool_call, {});
+          continue;
+        } else {
+          std::string why = added.error().messages.empty() ? "refused" : added.error().messages.front();
+          report.messages.push_back("session '" + s.request.id + "' held, its traffic denied: " + why);
+          hold(s.request, why);
+          ++report.held;
+        }
+      }
+    }
+  }
+  std::lock_guard lock(mutex_);
+  state_file_ = file;
+  save_state();
+  return report;
+}
+
+void session_registry::hold(const session_request& request, const std::string& why) {
+  std::lock_guard lock(mutex_);
+  if (sessions_.contains(request.id)) return;  // an id the config took: its own binding stands
+  entry e;
+  e.view.id = request.id;
+  e.view.runtime = true;
+  // No snapshot has a policy by this name (it is no valid policy name), so session_for
+  // answers none for these sources: denied session_unknown, never a broader binding.
+  e.view.policy = "(held: " + (request.policy.empty() ? std::string("default") : request.policy) + ")";
+  e.view.sources = request.sources;
+  e.view.labels = request.labels;
+  e.view.netns = request.netns;
+  e.request = request;
+  auto& inserted = sessions_.emplace(request.id, std::move(e)).first->second;
+  publish_runtime_table();
+  publish_index();
+  emit_session(inserted, "open", "restore_failed:" + why);
+}
+
+void session_registry::save_state() {
+  if (state_file_.empty()) return;
+  std::vector<persisted_session> all;
+  for (const auto& [id, e] : sessions_)
+    if (e.view.runtime) all.push_back({e.request, e.view.tool_call});
+  if (auto failed = write_private_file(state_file_, sessions_to_json(all)); !failed.empty())
+    std::fprintf(stderr, "airlock: warning: %s; a restart would not find the sessions registered since\n",
+                 failed.c_str());
 }
 
 std::vector<session_view> session_registry::list() const {
@@ -329,7 +404,7 @@ void session_registry::publish_runtime_table() {
   policies_.publish(std::make_shared<const policy::session_table>(std::move(table)));
 }
 
-void session_registry::emit_session(const entry& e, std::string_view action) {
+void session_registry::emit_session(const entry& e, std::string_view action, std::string note) {
   decision_record r;
   r.event = event_kind::session;
   r.session = e.view.id;
@@ -340,6 +415,7 @@ void session_registry::emit_session(const entry& e, std::string_view action) {
   if (const auto* p = policies_.current()->find_policy(e.view.policy))
     r.mode = p->mode() == policy::policy_mode::audit ? "audit" : "enforce";
   r.sources = e.view.sources;
+  if (!note.empty()) r.notes.push_back(std::move(note));
   if (action == "close") {
     const auto t = e.tally->read();
     r.dns_queries = t.dns_queries;

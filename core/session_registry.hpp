@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <map>
@@ -76,6 +77,18 @@ class session_registry final : public decision_sink {
   registry_result<std::shared_ptr<const policy::snapshot>> apply(policy::config cfg);
 
   registry_result<std::string> add(const session_request& request);
+  // Keeps the runtime sessions in `file` from now on (core/session_state.hpp, rewritten
+  // after every change), after registering the ones it holds: a daemon restarted under
+  // running sandboxes judges their traffic as before, never by a broader configured
+  // binding. A session that cannot be registered again (its policy left the config) is
+  // held: its sources stay bound to a policy the snapshot lacks, so everything from them
+  // is denied session_unknown. Call before the first packet is judged.
+  struct restore_report {
+    std::size_t restored = 0;
+    std::size_t held = 0;
+    std::vector<std::string> messages;  // for stderr: a file that could not be read, each held session
+  };
+  restore_report restore_from(const std::filesystem::path& file);
   registry_result<session_totals> remove(const std::string& id);
   registry_result<void> set_context(const std::string& id, const std::string& tool_call, const label_list& labels);
   std::vector<session_view> list() const;
@@ -98,6 +111,7 @@ class session_registry final : public decision_sink {
     std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
     std::vector<policy::rule_config> extra_allow;  // runtime sessions with --allow
     std::string base_policy;                        // the policy extra_allow extends
+    session_request request;                        // runtime sessions: as registered (id set), kept on disk
   };
 
   registry_result<std::shared_ptr<const policy::snapshot>> compile_and_publish(const policy::config& base);
@@ -115,7 +129,11 @@ class session_registry final : public decision_sink {
   // Writes the close line of a session already out of the index; its totals.
   session_totals close_removed(const entry& e);
   session_view view_of(const entry& e) const;
-  void emit_session(const entry& e, std::string_view action);
+  void emit_session(const entry& e, std::string_view action, std::string note = {});
+  // Rewrites the state file (when one is kept) with the runtime sessions; under the mutex.
+  void save_state();
+  // A session that could not be registered again: bound, but to a policy nobody has.
+  void hold(const session_request& request, const std::string& why);
 
   policy::store& policies_;
   decision_sink& log_;
@@ -123,6 +141,7 @@ class session_registry final : public decision_sink {
   mutable std::mutex mutex_;  // guards base_ and sessions_
   policy::config base_;
   std::map<std::string, entry, std::less<>> sessions_;  // ordered: stable listings
+  std::filesystem::path state_file_;  // empty: runtime sessions live only in memory
   // Replaced whole on every change; read inside a read section (core/read_sections.hpp),
   // so a line takes no lock and writes nothing other threads write; the old one is freed
   // once the sections open at the swap have closed.

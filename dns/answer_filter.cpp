@@ -186,7 +186,8 @@ std::vector<bool> follow_chain(const std::vector<wire::record>& answers, std::ve
 }  // namespace
 
 filter_outcome filter_answer(wire::message& answer, const wire::name& qname, const filter_settings& settings,
-                             const std::function<bool(const boost::asio::ip::address&)>& allow_special) {
+                             const std::function<bool(const boost::asio::ip::address&)>& allow_special,
+                             const policy::own_addresses* own) {
   filter_outcome outcome;
   outcome.chain.push_back(qname);
   // Links are found before anything is removed, so a CNAME may follow the records it leads to.
@@ -237,7 +238,8 @@ filter_outcome filter_answer(wire::message& answer, const wire::name& qname, con
       }
       // DNS rebinding: an allowed name must not lead to an internal address unless a cidr rule
       // allows exactly that.
-      if (policy::is_special(policy::classify(*address)) && !(allow_special && allow_special(*address))) {
+      const bool special = policy::is_special(policy::classify(*address)) || (own && own->contains(*address));
+      if (special && !(allow_special && allow_special(*address))) {
         ++outcome.removed_special;
         continue;
       }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "dns/wire.hpp"
+#include "policy/own_addresses.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
@@ -50,10 +51,12 @@ inline constexpr std::size_t max_chain_names = 16;
 
 // Filters an upstream answer in place so only what the client may use reaches it.
 // `allow_special(address)` says whether a special address is allowed anyway (a cidr rule); an
-// empty function allows none. Answer records keep their order; authority keeps only SOA records;
+// empty function allows none. Addresses in `own` (airlock's own and its sandboxes') are
+// special here whatever their class. Answer records keep their order; authority keeps only SOA records;
 // additional is cleared (answer.opt is not touched). Names in `answer` must be well formed (as
 // parse_message makes them); rdata of other types is checked here and never trusted.
 filter_outcome filter_answer(wire::message& answer, const wire::name& qname, const filter_settings& settings,
-                             const std::function<bool(const boost::asio::ip::address&)>& allow_special);
+                             const std::function<bool(const boost::asio::ip::address&)>& allow_special,
+                             const policy::own_addresses* own = nullptr);
 
 }  // namespace airlock::dns

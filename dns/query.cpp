@@ -5,6 +5,7 @@
 #include "dns/lookup.hpp"
 #include "dns/wire.hpp"
 #include "policy/cidr.hpp"
+#include "policy/own_addresses.hpp"
 #include "policy/redirect_check.hpp"
 #include "policy/special_addresses.hpp"
 
@@ -205,7 +206,12 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
 
   auto registered = ctx.policies.registered();
   const auto session = snap->session_for(client_address_, registered.get());
-  if (!session) return refuse(wire::rcode::refused, reason::no_session, ede_blocked);
+  if (!session) {
+    std::string held;
+    const auto why = policy::snapshot::no_session_reason(client_address_, registered.get(), &held);
+    if (!held.empty()) rec.session = held;
+    return refuse(wire::rcode::refused, why, ede_blocked);
+  }
   rec.session.assign(session->id);
   rec.policy = session->policy->name();
 
@@ -312,9 +318,11 @@ std::optional<std::string> started_query::build_answer(judged& j, boost::system:
   // Only what the client may use leaves airlock: the CNAME chain under the asked name,
   // no special addresses (DNS rebinding) unless a cidr rule allows them, no ECH or
   // address hints in HTTPS/SVCB, no h3 while QUIC is dropped, no AAAA without IPv6.
-  const auto outcome = filter_answer(*upstream, q.q.qname, ctx.filter, [&](const boost::asio::ip::address& a) {
-    return session.policy->cidr_allowance(a, policy::any_port) != nullptr;
-  });
+  const auto own = ctx.policies.own();
+  const auto outcome = filter_answer(
+      *upstream, q.q.qname, ctx.filter,
+      [&](const boost::asio::ip::address& a) { return policy::reachable(*session.policy, own.get(), a, policy::any_port); },
+      own.get());
   for (auto& rr : upstream->answers) {
     if (auto a = address_of(rr)) {
       rec.answers.push_back(address_text(*a));

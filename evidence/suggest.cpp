@@ -172,6 +172,13 @@ class suggester {
       hard_.emplace(name, "host_denied: a deny rule (" + e.rule + ") denies it; remove that rule first if it is really needed");
       return;
     }
+    if (e.verdict != "allow" && e.reason == "protocol_not_allowed") {
+      // Soft: a name also used as its port carries stays suggested for that use.
+      soft_.emplace(name, "protocol_not_allowed: what was sent there is not what the port carries (TLS naming the host "
+                          "on 443, a request naming it on 80); widen the port with {port: N, protocol: any} only if "
+                          "that traffic is really wanted");
+      return;
+    }
     const bool policy_can_fix = e.verdict == "allow" || e.reason == "host_not_allowed" ||
                                 e.reason == "port_not_allowed" || e.reason == "no_name";
     if (!policy_can_fix) {

@@ -58,6 +58,14 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
            "#   ip -6 route add local ::/0 dev lo table " + table_id + "\n";
   }
   out += "table inet " + table + " {\n";
+  // Reverse path first, before conntrack, NAT or TPROXY see the packet: what arrives on the
+  // sandbox's link must come from an address routed back through that link, so a sandbox
+  // that takes a neighbour's address (behind another link of this gateway) is dropped, not
+  // judged as the neighbour's session. Both families; no address needs to be known here.
+  out += "  chain antispoof {\n"
+         "    type filter hook prerouting priority raw; policy accept;\n" +
+         in + "fib saddr . iif oif missing counter drop\n" +
+         "  }\n";
   if (g.tproxy) {
     out += "  chain divert {\n"
            "    type filter hook prerouting priority mangle; policy accept;\n" +

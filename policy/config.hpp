@@ -2,6 +2,7 @@
 // The configuration as written (YAML version 1), validated but not yet compiled.
 // ../shared/design/ARCHITECTURE.md "Config" is the contract this mirrors.
 #include "policy/cidr.hpp"
+#include "policy/port_protocol.hpp"
 
 #include <boost/system/result.hpp>
 
@@ -30,7 +31,13 @@ struct rule_config {
   std::string pattern;
   std::optional<policy::cidr> network;  // for kind::cidr
   std::vector<std::uint16_t> ports;     // sorted; empty = every port (deny rules' default)
+  // Allow rules: the ports whose protocol was written out, sorted by port; every other
+  // listed port speaks default_protocol(port).
+  std::vector<port_protocol_entry> protocols;
   bool inspect = false;                 // terminate TLS for this rule (TLS inspection)
+  // cidr allow rules only: the prefix may hold airlock's own or its sandboxes' addresses
+  // (policy/own_addresses.hpp), and this rule means to reach them.
+  bool own = false;
   // Allow rules with inspect only: what each request on the connection may ask for.
   // Empty = any. paths: decoded prefixes ("/v1/"); methods: upper-case tokens, sorted.
   std::vector<std::string> paths;

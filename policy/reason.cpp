@@ -19,10 +19,12 @@ std::string_view to_string(reason r) noexcept {
     case reason::host_not_allowed: return "host_not_allowed";
     case reason::host_denied: return "host_denied";
     case reason::port_not_allowed: return "port_not_allowed";
+    case reason::protocol_not_allowed: return "protocol_not_allowed";
     case reason::private_address: return "private_address";
     case reason::no_name: return "no_name";
     case reason::invalid_name: return "invalid_name";
     case reason::no_session: return "no_session";
+    case reason::session_unknown: return "session_unknown";
     case reason::parse_error: return "parse_error";
     case reason::too_large: return "too_large";
     case reason::truncated: return "truncated";
@@ -35,6 +37,7 @@ std::string_view to_string(reason r) noexcept {
     case reason::path_not_allowed: return "path_not_allowed";
     case reason::method_not_allowed: return "method_not_allowed";
     case reason::sni_host_mismatch: return "sni_host_mismatch";
+    case reason::sni_connect_mismatch: return "sni_connect_mismatch";
     case reason::misdirected: return "misdirected";
     case reason::redirect_allowed: return "redirect_allowed";
     case reason::redirect_not_allowed: return "redirect_not_allowed";

@@ -15,10 +15,12 @@ enum class reason : std::uint8_t {
   host_not_allowed,   // no allow rule matched (default deny)
   host_denied,        // a deny rule matched
   port_not_allowed,   // the name is allowed, but not on this port
+  protocol_not_allowed,  // the name and port are allowed, but not what the bytes speak (ssh on a TLS port)
   private_address,    // the only addresses are special ones (loopback, RFC 1918, metadata, ...)
   no_name,            // the connection carried no name (no SNI, no Host)
   invalid_name,       // the name is not a valid hostname
   no_session,         // the source address belongs to no session and there is no default policy
+  session_unknown,    // a session registered at run time holds the source, under a policy this snapshot lacks
   parse_error,        // the client's first bytes did not parse
   too_large,          // ClientHello or request head over its cap
   truncated,          // the client closed before its first message was complete
@@ -31,6 +33,7 @@ enum class reason : std::uint8_t {
   path_not_allowed,   // inspected request: the name is allowed, but no rule's paths: admit the path
   method_not_allowed,  // inspected request: a rule admits the path, but not with this method
   sni_host_mismatch,  // inspected connection: the Host header names another host than the SNI
+  sni_connect_mismatch,  // a CONNECT tunnel's first message (SNI, Host) names another host than the CONNECT
   misdirected,        // a kept-alive inspected connection asked for another name (answered 421)
   redirect_allowed,   // allowed by a one-shot redirect allowance (policy `redirects:`)
   redirect_not_allowed,  // the host was reached by a redirect no `redirects:` entry allows

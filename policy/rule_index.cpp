@@ -31,7 +31,7 @@ std::optional<std::string> rule_index::build(const std::vector<rule_config>& rul
   wildcard_.max_load_factor(0.25f);
   for (const auto& r : rules) {
     const auto index = static_cast<std::uint32_t>(rules_.size());
-    rules_.push_back({r.ports, r.mark.to_string(), r.network, r.inspect, r.paths, r.methods});
+    rules_.push_back({r.ports, r.mark.to_string(), r.network, r.inspect, r.paths, r.methods, r.protocols, r.own});
     switch (r.type) {
       case rule_config::kind::host: exact_[r.pattern].push_back(index); break;
       case rule_config::kind::wildcard:

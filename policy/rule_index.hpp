@@ -28,10 +28,19 @@ struct compiled_rule {
   bool inspect = false;
   std::vector<std::string> paths;    // inspected requests: decoded path prefixes; empty = any path
   std::vector<std::string> methods;  // inspected requests: sorted tokens; empty = any method
+  std::vector<port_protocol_entry> protocols;  // written out; other ports speak their default
+  bool own = false;  // a cidr rule that may reach airlock's own addresses (policy/own_addresses.hpp)
 
   bool covers(std::uint16_t port) const noexcept {
     return port == any_port || ports.empty() || std::binary_search(ports.begin(), ports.end(), port);
   }
+  port_protocol protocol_on(std::uint16_t port) const noexcept {
+    for (const auto& e : protocols)
+      if (e.port == port) return e.protocol;
+    return default_protocol(port);
+  }
+  // What `w` may be spoken on `port` under this rule (a covered port; DNS asks unjudged).
+  bool speaks(std::uint16_t port, wire w) const noexcept { return w == wire::unjudged || admits(protocol_on(port), w); }
   bool admits_method(std::string_view method) const noexcept {
     return methods.empty() || std::find(methods.begin(), methods.end(), method) != methods.end();
   }

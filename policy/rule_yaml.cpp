@@ -94,7 +94,7 @@ std::optional<rule_config> parse_rule(yaml_reader& r, const YAML::Node& n, const
     return std::nullopt;
   }
   if (ctx.family_entry) r.check_keys(n, {"host", "regex", "cidr", "ports", "why"}, where);
-  else r.check_keys(n, {"host", "regex", "cidr", "ports", "inspect", "paths", "methods"}, where);
+  else r.check_keys(n, {"host", "regex", "cidr", "ports", "inspect", "paths", "methods", "own"}, where);
   const auto host = n["host"];
   const auto regex = n["regex"];
   const auto net = n["cidr"];
@@ -129,7 +129,7 @@ std::optional<rule_config> parse_rule(yaml_reader& r, const YAML::Node& n, const
   if (ctx.family_entry && !n["why"]) r.error(n, where + ": every family entry needs a 'why:' line");
   if (!out) return std::nullopt;
   out->mark = r.mark(n);
-  if (n["ports"]) out->ports = r.ports(n["ports"], where + ".ports");
+  if (n["ports"]) out->ports = r.ports(n["ports"], where + ".ports", ctx.is_deny ? nullptr : &out->protocols);
   else if (!ctx.is_deny) out->ports = {80, 443};
   if (auto i = n["inspect"]) {
     const auto v = yaml_reader::scalar_text(i);
@@ -137,6 +137,14 @@ std::optional<rule_config> parse_rule(yaml_reader& r, const YAML::Node& n, const
     else if (v != "false") r.error(i, where + ".inspect: '" + v + "'; expected true or false");
     if (out->inspect && (out->type == rule_config::kind::cidr || ctx.is_deny))
       r.error(i, where + ".inspect: only allow rules for names can be inspected");
+  }
+  if (auto o = n["own"]) {
+    const auto v = yaml_reader::scalar_text(o);
+    if (v == "true") out->own = true;
+    else if (v != "false") r.error(o, where + ".own: '" + v + "'; expected true or false");
+    if (out->own && (out->type != rule_config::kind::cidr || ctx.is_deny))
+      r.error(o, where + ".own: only cidr allow rules can reach airlock's own addresses (the gateway's, the "
+                         "sandboxes', the listeners')");
   }
   if (!ctx.family_entry) parse_request_limits(r, n, where, ctx, *out);
   return out;

@@ -44,31 +44,50 @@ const compiled_rule* first_deny(const rule_index& idx, std::string_view name, st
   return hit;
 }
 
+// Over the allow rules matching a name (or an address): the first that covers the port
+// and lets `spoken` be spoken there, else the closest refusal, so a denial names the most
+// specific reason and its rule.
+struct allow_match {
+  std::uint16_t port;
+  wire spoken;
+  const compiled_rule* allowed = nullptr;
+  const compiled_rule* other_protocol = nullptr;  // covers the port, not what was spoken
+  const compiled_rule* other_port = nullptr;
+
+  void operator()(const compiled_rule& r) noexcept {
+    const compiled_rule*& slot = !r.covers(port) ? other_port : r.speaks(port, spoken) ? allowed : other_protocol;
+    if (!slot) slot = &r;
+  }
+  decision allow(reason why) const noexcept {
+    return {verdict::allow, why, allowed->origin, allowed->inspect,
+            port == any_port ? port_protocol::any : allowed->protocol_on(port)};
+  }
+  // The policy's refusal (not yet softened): a rule that would have allowed but for the
+  // protocol (the floors' too), then, for names, one on another port, else `nothing`.
+  decision refusal(const allow_match& floor, reason nothing) const noexcept {
+    for (const auto* m : {this, &floor})
+      if (m->other_protocol) return {verdict::deny, reason::protocol_not_allowed, m->other_protocol->origin};
+    if (other_port && nothing == reason::host_not_allowed)
+      return {verdict::deny, reason::port_not_allowed, other_port->origin};
+    return {verdict::deny, nothing, "default"};
+  }
+};
+
 }  // namespace
 
-decision compiled_policy::decide(const domain_name& name, std::uint16_t port) const noexcept {
+decision compiled_policy::decide(const domain_name& name, std::uint16_t port, wire spoken) const noexcept {
   // 1. Operator floors: always_deny is never softened by audit mode.
   if (const auto* r = first_deny(floor_->deny, name.str(), port)) return {verdict::deny, reason::host_denied, r->origin};
-  const compiled_rule* floor_allowed = nullptr;
-  floor_->allow.for_each_name_match(name.str(), [&](const compiled_rule& r) {
-    if (!floor_allowed && r.covers(port)) floor_allowed = &r;
-  });
-  if (floor_allowed) return {verdict::allow, reason::host_allowed, floor_allowed->origin, floor_allowed->inspect};
+  allow_match floor_match{port, spoken};
+  floor_->allow.for_each_name_match(name.str(), floor_match);
+  if (floor_match.allowed) return floor_match.allow(reason::host_allowed);
 
   // 2. The policy: deny beats allow.
   if (const auto* r = first_deny(deny_, name.str(), port)) return soften({verdict::deny, reason::host_denied, r->origin});
-  const compiled_rule* allowed = nullptr;
-  const compiled_rule* other_port = nullptr;
-  allow_.for_each_name_match(name.str(), [&](const compiled_rule& r) {
-    if (r.covers(port)) {
-      if (!allowed) allowed = &r;
-    } else if (!other_port) {
-      other_port = &r;
-    }
-  });
-  if (allowed) return {verdict::allow, reason::host_allowed, allowed->origin, allowed->inspect};
-  if (other_port) return soften({verdict::deny, reason::port_not_allowed, other_port->origin});
-  return soften({verdict::deny, reason::host_not_allowed, "default"});
+  allow_match match{port, spoken};
+  allow_.for_each_name_match(name.str(), match);
+  if (match.allowed) return match.allow(reason::host_allowed);
+  return soften(match.refusal(floor_match, reason::host_not_allowed));
 }
 
 namespace {
@@ -147,8 +166,8 @@ bool compiled_policy::redirects_from(const domain_name& from) const noexcept {
   return std::any_of(redirects_.begin(), redirects_.end(), [&](const redirect_rule& r) { return r.from == from.str(); });
 }
 
-const std::string* compiled_policy::cidr_allowance(const boost::asio::ip::address& address,
-                                                   std::uint16_t port) const noexcept {
+const std::string* compiled_policy::cidr_allowance(const boost::asio::ip::address& address, std::uint16_t port,
+                                                   bool own_only) const noexcept {
   const std::string* denied = nullptr;
   auto deny = [&](const compiled_rule& r) {
     if (!denied && r.covers(port)) denied = &r.origin;
@@ -158,29 +177,40 @@ const std::string* compiled_policy::cidr_allowance(const boost::asio::ip::addres
   if (denied) return nullptr;
   const std::string* allowed = nullptr;
   auto allow = [&](const compiled_rule& r) {
-    if (!allowed && r.covers(port)) allowed = &r.origin;
+    if (!allowed && r.covers(port) && (r.own || !own_only)) allowed = &r.origin;
   };
   floor_->allow.for_each_address_match(address, allow);
   allow_.for_each_address_match(address, allow);
   return allowed;
 }
 
-decision compiled_policy::decide(const boost::asio::ip::address& address, std::uint16_t port) const noexcept {
+decision compiled_policy::decide(const boost::asio::ip::address& address, std::uint16_t port,
+                                 wire spoken) const noexcept {
   const compiled_rule* hit = nullptr;
   auto first = [&](const compiled_rule& r) {
     if (!hit && r.covers(port)) hit = &r;
   };
   floor_->deny.for_each_address_match(address, first);
   if (hit) return {verdict::deny, reason::host_denied, hit->origin};
-  floor_->allow.for_each_address_match(address, first);
-  if (hit) return {verdict::allow, reason::cidr_allowed, hit->origin};
+  allow_match floor_match{port, spoken};
+  floor_->allow.for_each_address_match(address, floor_match);
+  if (floor_match.allowed) return floor_match.allow(reason::cidr_allowed);
   deny_.for_each_address_match(address, first);
   if (hit) return soften({verdict::deny, reason::host_denied, hit->origin});
-  allow_.for_each_address_match(address, first);
-  if (hit) return {verdict::allow, reason::cidr_allowed, hit->origin};
+  allow_match match{port, spoken};
+  allow_.for_each_address_match(address, match);
+  if (match.allowed) return match.allow(reason::cidr_allowed);
   // Special addresses are a floor too: audit mode never opens them.
   if (is_special(classify(address))) return {verdict::deny, reason::private_address, "default"};
-  return soften({verdict::deny, reason::no_name, "default"});
+  return soften(match.refusal(floor_match, reason::no_name));
+}
+
+reason snapshot::no_session_reason(const boost::asio::ip::address& source, const session_table* registered,
+                                  std::string* held) {
+  const auto* s = registered ? registered->find(source) : nullptr;
+  if (s == nullptr) return reason::no_session;
+  if (held) *held = s->id;
+  return reason::session_unknown;
 }
 
 namespace {
@@ -205,7 +235,9 @@ void hash_rules(fnv1a& h, std::string_view kind, const std::vector<rule_config>&
     h.add(std::to_string(static_cast<int>(r.type)));
     h.add(r.pattern);
     for (auto p : r.ports) h.add(std::to_string(p));
+    for (const auto& p : r.protocols) h.add(std::to_string(p.port) + "/" + std::string(to_string(p.protocol)));
     h.add(r.inspect ? "inspect" : "");
+    if (r.own) h.add("own");
     for (const auto& p : r.paths) h.add("path " + p);
     for (const auto& m : r.methods) h.add("method " + m);
     h.add(r.mark.to_string());  // the rule a decision names is part of what it says

@@ -27,6 +27,7 @@ struct decision {
   policy::reason reason = reason::internal_error;
   std::string_view rule = "default";
   bool inspect = false;  // the allowing rule asks for TLS inspection
+  port_protocol protocol = port_protocol::any;  // allowed: what the allowing rule lets be spoken on the port
 
   bool allowed() const noexcept { return verdict != verdict::deny; }
 };
@@ -56,13 +57,20 @@ class compiled_policy {
   compiled_policy(std::string name, policy_mode mode, std::shared_ptr<const floors> floor);
   std::optional<std::string> build(const policy_config& cfg);
 
-  // Decides a connection (or, with any_port, a DNS query) to `name`.
-  decision decide(const domain_name& name, std::uint16_t port) const noexcept;
+  // Decides a connection (or, with any_port, a DNS query) to `name` whose first bytes
+  // were `spoken`: a rule allows when it matches the name, covers the port and lets that be
+  // spoken there (port_protocol.hpp); one that would but for the protocol makes the denial
+  // protocol_not_allowed. `unjudged` asks about the name and port alone (DNS, `airlock
+  // test`, a redirect's target): every connection the proxy judges passes what it read.
+  decision decide(const domain_name& name, std::uint16_t port, wire spoken = wire::unjudged) const noexcept;
   // Decides a connection to a bare address (no name): only cidr rules can allow it.
-  decision decide(const boost::asio::ip::address& address, std::uint16_t port) const noexcept;
+  decision decide(const boost::asio::ip::address& address, std::uint16_t port,
+                  wire spoken = wire::unjudged) const noexcept;
   // The rule that lets this policy reach a special address on purpose (a cidr allow rule
-  // or floor covering it, and no deny covering it), or nullptr.
-  const std::string* cidr_allowance(const boost::asio::ip::address& address, std::uint16_t port) const noexcept;
+  // or floor covering it, and no deny covering it), or nullptr. `own_only`: the address is
+  // one of airlock's own (policy/own_addresses.hpp), and only a rule with `own: true` counts.
+  const std::string* cidr_allowance(const boost::asio::ip::address& address, std::uint16_t port,
+                                    bool own_only = false) const noexcept;
 
   // Decides one HTTP request on a connection decide() allowed with inspect (TLS airlock
   // terminates, or plain HTTP judged request by request). `target` is the request target
@@ -126,6 +134,12 @@ class snapshot {
   // policy this snapshot does not have: never a fall-back to a broader binding.
   std::optional<session> session_for(const boost::asio::ip::address& source,
                                      const session_table* registered = nullptr) const noexcept;
+
+  // Why session_for found none for `source`: session_unknown (and the holding session's id
+  // in `held`) when a registered session holds it under a policy this snapshot lacks
+  // (one restored after a restart whose policy left the config), else no_session.
+  static reason no_session_reason(const boost::asio::ip::address& source, const session_table* registered,
+                                  std::string* held = nullptr);
 
   const compiled_policy* find_policy(std::string_view name) const noexcept;
   // A content hash of everything that can change a decision; decisions log it.

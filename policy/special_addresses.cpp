@@ -19,12 +19,17 @@ address_class classify_v4(std::uint32_t a) {
   if (a == 0) return address_class::unspecified;
   if (a == v4(169, 254, 169, 254)) return address_class::metadata;
   if (a == v4(255, 255, 255, 255)) return address_class::reserved;
+  // Azure's host endpoint (DHCP, DNS, the VM agent): the host's services, not the internet.
+  if (a == v4(168, 63, 129, 16)) return address_class::metadata;
   if (in(a, v4(0, 0, 0, 0), 8)) return address_class::this_network;
   if (in(a, v4(127, 0, 0, 0), 8)) return address_class::loopback;
   if (in(a, v4(10, 0, 0, 0), 8) || in(a, v4(172, 16, 0, 0), 12) || in(a, v4(192, 168, 0, 0), 16))
     return address_class::private_use;
   if (in(a, v4(100, 64, 0, 0), 10)) return address_class::shared_cgnat;
   if (in(a, v4(169, 254, 0, 0), 16)) return address_class::link_local;
+  if (in(a, v4(192, 0, 0, 0), 24)) return address_class::ietf_protocol;
+  if (in(a, v4(198, 18, 0, 0), 15)) return address_class::benchmarking;
+  if (in(a, v4(192, 88, 99, 0), 24)) return address_class::reserved;  // deprecated 6to4 relay anycast
   if (in(a, v4(224, 0, 0, 0), 4)) return address_class::multicast;
   if (in(a, v4(240, 0, 0, 0), 4)) return address_class::reserved;
   return address_class::global;
@@ -63,6 +68,13 @@ address_class classify_v6(const address_v6& a) {
   // Teredo 2001:0000:SERVER:flags:port:~CLIENT.
   if (prefix_is(b, {0x20, 0x01, 0x00, 0x00}))
     return worse(classify_v4(~read_v4(b, 12)), classify_v4(read_v4(b, 4)));
+  // 2001:2::/48 benchmarking; 2001:10::/28 ORCHID, 2001:20::/28 ORCHIDv2 (not routed).
+  if (prefix_is(b, {0x20, 0x01, 0x00, 0x02, 0x00, 0x00})) return address_class::benchmarking;
+  if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x00 && (b[3] & 0xf0) == 0x10) return address_class::reserved;
+  if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x00 && (b[3] & 0xf0) == 0x20) return address_class::reserved;
+  // 100::/64 discard-only, 5f00::/16 SRv6 SIDs.
+  if (prefix_is(b, {0x01, 0x00, 0, 0, 0, 0, 0, 0})) return address_class::reserved;
+  if (prefix_is(b, {0x5f, 0x00})) return address_class::reserved;
   if (a.is_link_local()) return address_class::link_local;
   if ((b[0] & 0xfe) == 0xfc) return address_class::unique_local;
   if (a.is_multicast()) return address_class::multicast;
@@ -91,6 +103,8 @@ std::string_view to_string(address_class c) noexcept {
     case address_class::unique_local: return "unique_local";
     case address_class::multicast: return "multicast";
     case address_class::reserved: return "reserved";
+    case address_class::ietf_protocol: return "ietf_protocol";
+    case address_class::benchmarking: return "benchmarking";
   }
   return "reserved";
 }

@@ -88,15 +88,46 @@ std::optional<std::string> yaml_reader::string_of(const YAML::Node& n, std::stri
   return n.Scalar();
 }
 
-std::vector<std::uint16_t> yaml_reader::ports(const YAML::Node& n, std::string_view where) {
+std::vector<std::uint16_t> yaml_reader::ports(const YAML::Node& n, std::string_view where,
+                                             std::vector<port_protocol_entry>* protocols) {
   std::vector<std::uint16_t> out;
-  auto one = [&](const YAML::Node& item) {
+  std::vector<std::uint16_t> plain;  // listed as a bare number: the port's default protocol
+  auto number = [&](const YAML::Node& item, std::string_view at) -> std::optional<std::uint16_t> {
     unsigned value = 0;
     const std::string text = item.IsScalar() ? item.Scalar() : std::string();
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || value < 1 || value > 65535)
-      return error(item, std::string(where) + ": bad port '" + scalar_text(item) + "'; expected a number 1..65535");
-    out.push_back(static_cast<std::uint16_t>(value));
+    if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || value < 1 || value > 65535) {
+      error(item, std::string(at) + ": bad port '" + scalar_text(item) + "'; expected a number 1..65535");
+      return std::nullopt;
+    }
+    return static_cast<std::uint16_t>(value);
+  };
+  std::size_t index = 0;
+  auto one = [&](const YAML::Node& item) {
+    const std::string at = std::string(where) + "[" + std::to_string(index++) + "]";
+    if (!item.IsMap()) {
+      if (auto port = number(item, where)) {
+        out.push_back(*port);
+        plain.push_back(*port);
+      }
+      return;
+    }
+    if (protocols == nullptr)
+      return error(item, std::string(where) + ": a deny rule covers every protocol on its ports; list plain numbers");
+    check_keys(item, {"port", "protocol"}, at);
+    const auto port_node = item["port"];
+    const auto protocol_node = item["protocol"];
+    if (!port_node || !protocol_node)
+      return error(item, at + ": expected {port: N, protocol: tls|http|any}");
+    const auto port = number(port_node, at + ".port");
+    const auto protocol = parse_port_protocol(scalar_text(protocol_node));
+    if (!protocol)
+      return error(protocol_node, at + ".protocol: '" + scalar_text(protocol_node) +
+                                      "'; expected tls (a TLS hello naming an allowed host), http (a request "
+                                      "naming one) or any (whatever is spoken; no name needed)");
+    if (!port) return;
+    out.push_back(*port);
+    protocols->push_back({*port, *protocol});
   };
   if (n.IsSequence()) {
     for (const auto& item : n) one(item);
@@ -106,6 +137,20 @@ std::vector<std::uint16_t> yaml_reader::ports(const YAML::Node& n, std::string_v
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (protocols != nullptr) {
+    std::stable_sort(protocols->begin(), protocols->end(),
+                     [](const port_protocol_entry& a, const port_protocol_entry& b) { return a.port < b.port; });
+    for (std::size_t i = 1; i < protocols->size(); ++i)
+      if ((*protocols)[i].port == (*protocols)[i - 1].port && !((*protocols)[i] == (*protocols)[i - 1]))
+        error(n, std::string(where) + ": port " + std::to_string((*protocols)[i].port) +
+                     " is given two protocols; write it once");
+    protocols->erase(std::unique(protocols->begin(), protocols->end()), protocols->end());
+    for (const auto& e : *protocols)
+      if (e.protocol != default_protocol(e.port) && std::find(plain.begin(), plain.end(), e.port) != plain.end())
+        error(n, std::string(where) + ": port " + std::to_string(e.port) + " is listed alone (" +
+                     std::string(to_string(default_protocol(e.port))) + ") and as protocol " +
+                     std::string(to_string(e.protocol)) + "; write it once");
+  }
   return out;
 }
 

@@ -31,8 +31,11 @@ class yaml_reader {
   // Reports keys outside `allowed` (with a suggestion) and duplicate keys.
   void check_keys(const YAML::Node& map, std::initializer_list<std::string_view> allowed, std::string_view where);
   std::optional<std::string> string_of(const YAML::Node& n, std::string_view what);
-  // A non-empty list of ports 1..65535 (or one port), sorted and without duplicates.
-  std::vector<std::uint16_t> ports(const YAML::Node& n, std::string_view where);
+  // A non-empty list of ports 1..65535 (or one port), sorted and without duplicates. With
+  // `protocols`, an entry may also be a map `{port: N, protocol: tls|http|any}`, collected
+  // there sorted by port; without it such a map is an error.
+  std::vector<std::uint16_t> ports(const YAML::Node& n, std::string_view where,
+                                   std::vector<port_protocol_entry>* protocols = nullptr);
   // A scalar or a list of ADDRESS:PORT; a bare address takes default_port when given.
   std::vector<endpoint_config> endpoints(const YAML::Node& n, std::string_view what, int default_port = -1);
   // A list of strings (or one string).

@@ -72,7 +72,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   const auto registered = ctx.policies.registered();
   const auto session = snap->session_for(peer.address(), registered.get());
   if (!session) {
-    rec.reason = reason::no_session;
+    rec.reason = policy::snapshot::no_session_reason(peer.address(), registered.get(), &rec.session);
     co_await refuse(client, sniffed::kind::unknown, guard);
     co_return false;
   }
@@ -121,6 +121,10 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     if (std::find(targets.begin(), targets.end(), dst->address()) == targets.end() && rec.verdict == verdict::allow)
       rec.reason = reason::dst_mismatch;  // SNI/Host spoofing reaches only the real host
   } else {
+    if (!steps::destination_reachable(ctx, *session->policy, dst->address(), port, rec)) {
+      co_await refuse(client, first.type, guard);
+      co_return false;
+    }
     targets.push_back(dst->address());
   }
 
@@ -134,8 +138,13 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       co_await serve_inspected(client, first, target, guard, ctx, ticket);
       co_return false;
     }
-    if (first.type == sniffed::kind::http && (d.inspect || session->policy->redirects_from(*name))) {
-      co_await serve_plain_http(client, first, target, guard, ctx, ticket);
+    if (first.type == sniffed::kind::http) {
+      // Every request of a plain connection is judged, not only its first: a later one
+      // naming another host on a shared address would reach another tenant.
+      served_target plain = target;
+      plain.upgrades = d.protocol == policy::port_protocol::any;
+      plain.log_requests = d.inspect || session->policy->redirects_from(*name);
+      co_await serve_plain_http(client, first, plain, guard, ctx, ticket);
       co_return false;
     }
   }

@@ -61,6 +61,46 @@ asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, cons
   co_await serve_inspected(client, hello, t, guard, ctx, ticket);
 }
 
+// A CONNECT tunnel that is not inspected: granted (200), then its first bytes judged as a
+// transparent connection's would be (proxy/judge.hpp, judge_tunnel), before anything goes
+// upstream. The judged bytes, or nullopt when the tunnel was refused (and answered).
+asio::awaitable<std::optional<sniffed>> judge_tunnel_bytes(tcp::socket& client, const sniffed& request,
+                                                           const judgement& granted, std::uint16_t port,
+                                                           const policy::compiled_policy& policy,
+                                                           steps::emit_once& guard, proxy_context& ctx,
+                                                           policy::port_protocol& carried) {
+  auto& rec = guard.record;
+  if (request.bytes.size() > request.head_size) {
+    // Bytes sent before the tunnel was granted would go unjudged past this point.
+    rec.verdict = verdict::deny;
+    rec.reason = reason::parse_error;
+    rec.notes.push_back("data_before_connect_established");
+    co_await steps::refuse(client, sniffed::kind::http, guard);
+    co_return std::nullopt;
+  }
+  static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
+  if (auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow); wec) {
+    rec.notes.push_back("client_gone");
+    co_return std::nullopt;
+  }
+  auto inside = co_await sniff(client, peek_limit(ctx), ctx.settings.quiet_limit);
+  if (inside.silent) rec.notes.push_back("client_silent");
+  rec.notes.push_back(inside.type == sniffed::kind::tls    ? "tunnel:tls"
+                      : inside.type == sniffed::kind::http ? "tunnel:http"
+                                                           : "tunnel:tcp");
+  auto j = judge_tunnel(inside, granted, request.name, port, policy);
+  carried = j.protocol;
+  for (auto& note : j.notes) rec.notes.push_back(std::move(note));
+  rec.verdict = j.verdict;
+  rec.reason = j.reason;
+  rec.rule = j.rule;
+  if (j.verdict == verdict::deny) {
+    co_await steps::refuse(client, inside.type, guard);
+    co_return std::nullopt;
+  }
+  co_return inside;
+}
+
 // Everything up to the relay (see handle_connection for why the split): true when a
 // tunnel or a forwarded request is allowed, `upstream` connected, what the client sent so
 // far written on (`sent_up`) and the line handed to `line`.
@@ -87,7 +127,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   const auto registered = ctx.policies.registered();
   const auto session = snap->session_for(peer.address(), registered.get());
   if (!session) {
-    rec.reason = reason::no_session;
+    rec.reason = policy::snapshot::no_session_reason(peer.address(), registered.get(), &rec.session);
     co_await steps::refuse(client, channel, guard);
     co_return false;
   }
@@ -120,10 +160,12 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   const auto literal = asio::ip::make_address(first.name, not_address);
   judgement d;
   if (!not_address) {
-    d = judge_address(literal, port, *session->policy);
+    d = judge_address(literal, port, *session->policy, tunnel ? policy::wire::unjudged : policy::wire::http);
   } else {
-    // A redirect followed inside an inspected tunnel lets this one through (once).
-    d = judge_host(first.name, port, session->id, *session->policy, ctx.grants);
+    // A redirect followed inside an inspected tunnel lets this one through (once). A
+    // tunnel's protocol is judged on its first bytes (judge_tunnel_bytes), a request's here.
+    d = judge_host(first.name, port, session->id, *session->policy, ctx.grants,
+                   tunnel ? policy::wire::unjudged : policy::wire::http);
     if (!d.logged_name.empty()) rec.name = std::move(d.logged_name);
     for (auto& note : d.notes) rec.notes.push_back(std::move(note));
   }
@@ -138,6 +180,10 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
 
   // 4. Connect to airlock's own resolution of the name.
   std::vector<asio::ip::address> targets{literal};
+  if (!name && !steps::destination_reachable(ctx, *session->policy, literal, port, rec)) {
+    co_await steps::refuse(client, channel, guard);
+    co_return false;
+  }
   if (name) {
     targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
     if (targets.empty()) {
@@ -150,20 +196,43 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     co_await inspect_tunnel(client, first, target, guard, ctx, ticket);
     co_return false;
   }
-  if (!tunnel && name && d.verdict == verdict::allow && d.inspect) {
-    // The one request this connection forwards is judged like an inspected one.
-    const std::string_view head(reinterpret_cast<const char*>(first.bytes.data()), first.head_size);
-    const auto request = http_head::parse(std::as_bytes(std::span(head.data(), head.size())));
-    const auto* parsed = std::get_if<http_head::request>(&request);
-    const auto target = parsed ? http_head::origin_target(parsed->target, parsed->absolute_form) : std::string("*");
-    const auto rd = session->policy->decide_request(*name, port, first.method, target);
-    if (!rd.allowed()) {
-      rec.verdict = rd.verdict;
-      rec.reason = rd.reason;
-      rec.rule = std::string(rd.rule);
-      co_await steps::refuse(client, channel, guard);
+  if (tunnel) {
+    policy::port_protocol carried = policy::port_protocol::any;
+    auto inside = co_await judge_tunnel_bytes(client, first, d, port, *session->policy, guard, ctx, carried);
+    if (!inside) co_return false;
+    if (name && inside->type == sniffed::kind::http && rec.verdict == verdict::allow) {
+      // Plain HTTP in a tunnel: every request judged, as on the transparent path.
+      served_target target{*session->policy, *name, port, targets, true};
+      target.upgrades = carried == policy::port_protocol::any;
+      target.log_requests = session->policy->redirects_from(*name);
+      co_await serve_plain_http(client, *inside, target, guard, ctx, ticket);
       co_return false;
     }
+    const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
+                                                          targets, port, inside->bytes);
+    if (!reached) {
+      co_await steps::refuse_unreached(client, inside->type, guard, reached);
+      co_return false;
+    }
+    rec.upstream = steps::text(*reached);
+    sent_up = reached.sent_first;
+    if (sent_up < inside->bytes.size()) {
+      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(inside->bytes) + sent_up, nothrow);
+      sent_up += wn;
+      if (wec) co_return false;
+    }
+    line.take(guard);
+    co_return true;
+  }
+  if (name && d.verdict == verdict::allow) {
+    // Absolute-form requests, each judged (host, and with inspect method and path) and
+    // sent on in origin-form; one for another host ends the connection with a 403.
+    served_target target{*session->policy, *name, port, targets, true};
+    target.upgrades = d.protocol == policy::port_protocol::any;
+    target.log_requests = d.inspect || session->policy->redirects_from(*name);
+    target.from_proxy_client = true;
+    co_await serve_plain_http(client, first, target, guard, ctx, ticket);
+    co_return false;
   }
   const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
                                                         targets, port);
@@ -173,17 +242,12 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   }
   rec.upstream = steps::text(*reached);
 
-  // 5. A tunnel answers 200 and relays whatever follows (bytes the client sent after the
-  //    CONNECT head go first); a plain request is forwarded once, with Connection: close,
-  //    so a next request for another host comes on a new, separately judged connection.
+  // 5. A request to an address (a cidr rule's), or one audit mode lets through, is forwarded
+  //    once, with Connection: close, so a next request comes on a new, judged connection.
   const std::span<const std::byte> head(first.bytes.data(), first.head_size);
   const std::span<const std::byte> rest(first.bytes.data() + first.head_size, first.bytes.size() - first.head_size);
   std::uint64_t up = 0;
-  if (tunnel) {
-    static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
-    auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow);
-    if (wec) co_return false;
-  } else {
+  {
     const auto forwarded = http_head::forward_head(head);
     auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(forwarded), nothrow);
     up += wn;

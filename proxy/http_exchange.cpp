@@ -6,6 +6,7 @@
 #include "proxy/served_streams.hpp"
 #include "proxy/steps.hpp"
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -19,6 +20,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <optional>
 #include <span>
@@ -216,6 +218,49 @@ asio::awaitable<bool> relay_body(From& from, beast::flat_buffer& buf, http::pars
   co_return true;
 }
 
+// One way of a connection whose protocol switched (a 101 on a port that carries `any`):
+// what the parser had read ahead first, then the bytes as they come, until the peer
+// closes (passed on as a half-close), a write fails, the idle limit passes or a budget ends.
+template <typename From, typename To>
+asio::awaitable<void> switched_way(From& from, beast::flat_buffer& ahead, To& to,
+                                   std::chrono::steady_clock::duration idle, std::uint64_t& moved, bool up,
+                                   limiter::ticket& ticket, bool& cut) {
+  std::array<char, piece_size> piece{};
+  if (ahead.size() > 0) {
+    auto [ec, n] = co_await asio::async_write(to, ahead.data(), nothrow);
+    moved += n;
+    ahead.consume(n);
+    if (ec || !ticket.moved(up, n)) {
+      cut = cut || !ec;
+      co_return;
+    }
+  }
+  for (;;) {
+    beast::get_lowest_layer(from).expires_after(idle);
+    auto [rerr, n] = co_await from.async_read_some(asio::buffer(piece), nothrow);
+    if (rerr) break;
+    beast::get_lowest_layer(to).expires_after(idle);
+    auto [wec, wn] = co_await asio::async_write(to, asio::buffer(piece.data(), n), nothrow);
+    moved += wn;
+    if (wec) co_return;
+    if (!ticket.moved(up, wn)) {
+      cut = true;
+      co_return;
+    }
+  }
+  boost::system::error_code ignored;
+  beast::get_lowest_layer(to).socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+}
+
+template <typename Client, typename Upstream>
+asio::awaitable<void> relay_switched(Client& client, beast::flat_buffer& from_client, Upstream& upstream,
+                                     beast::flat_buffer& from_upstream, std::chrono::steady_clock::duration idle,
+                                     std::uint64_t& up, std::uint64_t& down, limiter::ticket& ticket, bool& cut) {
+  using namespace asio::experimental::awaitable_operators;
+  co_await (switched_way(client, from_client, upstream, idle, up, true, ticket, cut) &&
+            switched_way(upstream, from_upstream, client, idle, down, false, ticket, cut));
+}
+
 }  // namespace
 
 template <typename Client, typename Upstream>
@@ -230,6 +275,11 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
   // response too, whichever request it seems to answer.
   secret_mask mask;
   const secret_mask no_mask;  // requests carry no echo; named, not a temporary in a co_await
+
+  // Plain HTTP: the host the first request named, as written (lower-cased) with its port.
+  // That request was judged with the connection (by its Host, or by the address a DNS
+  // answer bound); every later one must name the same.
+  std::string plain_host;
 
   for (;; ++totals.requests) {
     core::decision_record rec;
@@ -288,19 +338,36 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
 
     // 2. Judge it: the connection's name, then the rule's methods and paths.
     auto host = policy::domain_name::parse(req_head->host);
-    const bool same_host = host.has_value() && *host == x.name && (!req_head->port || *req_head->port == x.port);
+    bool same_host = host.has_value() && *host == x.name && (!req_head->port || *req_head->port == x.port);
+    if (!x.tls) {
+      std::string named = req_head->host + ":" + std::to_string(req_head->port.value_or(x.port));
+      std::transform(named.begin(), named.end(), named.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (totals.requests == 0) plain_host = named;
+      same_host = named == plain_host;
+    }
     policy::decision d;
     unsigned refusal = 403;
+    // A request that switches protocols (an Upgrade, or CONNECT inside the connection)
+    // would carry on unjudged: only a port that carries `any` may.
+    const bool switching = req_head->method == "CONNECT" || req.get().count(http::field::upgrade) > 0;
     if (!same_host) {
       // The first request of a TLS connection naming another host than its SNI is
       // fronting; a later one is a client reusing the connection for another name:
-      // 421 sends it to open a new connection, judged on its own.
+      // 421 sends it to open a new connection, judged on its own. Plain HTTP/1.1 clients
+      // never reuse a connection for another host: there a change of host is refused.
       if (x.tls && totals.requests == 0) {
         d = {verdict::deny, reason::sni_host_mismatch, "default"};
       } else {
         d = {verdict::deny, reason::misdirected, "default"};
-        refusal = 421;
+        refusal = x.tls ? 421 : 403;
+        if (!x.tls) rec.notes.push_back("host_changed");
       }
+    } else if (switching && !(x.upgrades && !x.tls)) {
+      d = {verdict::deny, reason::protocol_not_allowed, "default"};
+      rec.notes.push_back(req_head->method == "CONNECT"
+                              ? std::string("method:CONNECT")
+                              : "upgrade:" + std::string(req.get()[http::field::upgrade]));
     } else {
       d = x.policy.decide_request(x.name, x.port, req_head->method, target);
       if (d.reason == reason::parse_error) refusal = 400;
@@ -312,6 +379,13 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
       rec.status = refusal;
       co_await answer_refusal(client, refusal, rec);
       co_return totals;
+    }
+    // The connection's line stands for an ordinary allowed request; a switch is logged.
+    if (!x.log_allowed && d.verdict == verdict::allow && !switching) line.armed = false;
+    if (x.from_proxy_client) {
+      req.get().target(target);
+      req.get().erase(http::field::proxy_authorization);
+      req.get().erase("Proxy-Connection");
     }
 
     // 3. A credential the sandbox never holds, only on a TLS connection whose name,
@@ -417,7 +491,8 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
       }
       if (mask_fields(res.get().base(), mask)) rec.notes.push_back("secret_masked");
     }
-    if (status == 101) rec.notes.push_back("upgrade_refused");
+    const bool switched = status == 101 && switching && x.upgrades && !x.tls;
+    if (status == 101) rec.notes.push_back(switched ? "upgraded" : "upgrade_refused");
     if (status >= 300 && status < 400 && x.ctx.grants != nullptr) {
       if (const auto it = res.get().find(http::field::location); it != res.get().end())
         if (const auto to_target = location_host(it->value())) {
@@ -457,6 +532,7 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
         co_return totals;
       }
     }
+    if (switched) co_await relay_switched(client, from_client, upstream, from_upstream, idle, up, down, x.ticket, totals.cut);
     account();
     totals.clean = true;
     if (status == 101 || !client_keeps_alive || !upstream_keeps_alive) {

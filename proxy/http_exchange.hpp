@@ -30,6 +30,16 @@ struct exchange_setup {
   bool destination_agrees;
   const core::decision_record& connection;  // its line's shared fields are copied into each request's
   limiter::ticket& ticket;
+  // The allowing rule's port carries `any` (policy/port_protocol.hpp): a request may switch
+  // protocols (Upgrade, CONNECT), and after a 101 the bytes are relayed as they come.
+  // Otherwise such a request is refused protocol_not_allowed. Plain HTTP only.
+  bool upgrades = false;
+  // Each allowed request gets an `http` line (inspection, followed redirects); false: only
+  // refused ones do, the connection's line standing for the rest.
+  bool log_allowed = true;
+  // The explicit listener's absolute-form requests: sent on in origin-form, without the
+  // headers meant for the proxy (Proxy-Authorization, Proxy-Connection).
+  bool from_proxy_client = false;
 };
 
 struct exchange_totals {

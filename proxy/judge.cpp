@@ -17,6 +17,7 @@ judgement from(const policy::decision& d) {
   j.reason = d.reason;
   j.rule = std::string(d.rule);
   j.inspect = d.inspect;
+  j.protocol = d.protocol;
   return j;
 }
 
@@ -27,15 +28,49 @@ judgement refused(reason why, std::string note = {}) {
   return j;
 }
 
+// What a refusal for the protocol says was spoken, for the line's notes.
+std::string spoke_note(const sniffed& first) {
+  switch (first.type) {
+    case sniffed::kind::tls: return first.name.empty() ? "spoke:tls_without_sni" : "spoke:tls";
+    case sniffed::kind::http: return first.name.empty() ? "spoke:http_without_host" : "spoke:http";
+    case sniffed::kind::opaque: return first.silent ? "spoke:nothing" : "spoke:opaque";
+    case sniffed::kind::unknown: break;
+  }
+  return "spoke:unknown";
+}
+
+}  // namespace
+
+policy::wire spoken_by(const sniffed& first, bool by_address) noexcept {
+  const bool named = !first.name.empty() && !policy::is_ip_literal(first.name);
+  switch (first.type) {
+    case sniffed::kind::tls: return named || by_address ? policy::wire::tls : policy::wire::opaque;
+    case sniffed::kind::http: return named || by_address ? policy::wire::http : policy::wire::opaque;
+    case sniffed::kind::opaque:
+    case sniffed::kind::unknown: break;
+  }
+  return policy::wire::opaque;
+}
+
+namespace {
+
+judgement with_spoken(judgement j, const sniffed& first) {
+  if (j.reason == reason::protocol_not_allowed) j.notes.push_back(spoke_note(first));
+  return j;
+}
+
 }  // namespace
 
 judgement judge_host(std::string_view host, std::uint16_t port, std::string_view session,
-                     const policy::compiled_policy& policy, policy::redirect_grants* grants) {
+                     const policy::compiled_policy& policy, policy::redirect_grants* grants, policy::wire spoken) {
   auto parsed = policy::domain_name::parse(host);
   if (!parsed.has_value()) return refused(reason::invalid_name);
-  auto d = policy.decide(*parsed, port);
+  auto d = policy.decide(*parsed, port, spoken);
   std::string granted_rule;  // d.rule's text when a redirect's allowance decided
-  const auto redirect = policy::check_redirects(grants, d, session, *parsed, true, port);
+  // A redirect's allowance is for the web request the redirect sent the client to.
+  const auto redirect = spoken == policy::wire::opaque
+                            ? policy::redirect_outcome{}
+                            : policy::check_redirects(grants, d, session, *parsed, true, port);
   policy::apply_redirect(redirect, d, granted_rule);
   judgement j = from(d);
   j.logged_name = parsed->str();
@@ -45,8 +80,8 @@ judgement judge_host(std::string_view host, std::uint16_t port, std::string_view
 }
 
 judgement judge_address(const boost::asio::ip::address& address, std::uint16_t port,
-                        const policy::compiled_policy& policy) {
-  return from(policy.decide(address, port));
+                        const policy::compiled_policy& policy, policy::wire spoken) {
+  return from(policy.decide(address, port, spoken));
 }
 
 judgement judge_transparent(const sniffed& first, const boost::asio::ip::address& dst, std::uint16_t port,
@@ -57,12 +92,14 @@ judgement judge_transparent(const sniffed& first, const boost::asio::ip::address
   // Host says one port, the packet another: ambiguous, so refused.
   if (first.type == sniffed::kind::http && first.port && *first.port != port)
     return refused(reason::parse_error, "host_port_mismatch");
-  if (!first.name.empty() && !policy::is_ip_literal(first.name)) return judge_host(first.name, port, session, policy, grants);
+  if (!first.name.empty() && !policy::is_ip_literal(first.name))
+    return with_spoken(judge_host(first.name, port, session, policy, grants, spoken_by(first, false)), first);
 
   // No name at all (or an address written as one): a cidr rule, or an address this session
   // got from airlock's DNS for a name allowed on this port.
-  judgement j = judge_address(dst, port, policy);
-  if (j.reason != reason::no_name) return j;
+  judgement j = judge_address(dst, port, policy, spoken_by(first, true));
+  if (j.reason != reason::no_name) return with_spoken(std::move(j), first);
+  const auto nameless = spoken_by(first, false);
   // The best of the names this session got the address for: an allowing one that inspects
   // (its requests must be judged whatever else shares the address), then any allowing
   // one, then a denial to name in the log.
@@ -74,7 +111,7 @@ judgement judge_transparent(const sniffed& first, const boost::asio::ip::address
   for (const auto& e : names.lookup(session, dst, now)) {
     auto known = policy::domain_name::parse(e.name);
     if (!known.has_value()) continue;
-    const auto nd = policy.decide(*known, port);
+    const auto nd = policy.decide(*known, port, nameless);
     if (!best || rank(nd) > rank(*best)) {
       best = nd;
       j.logged_name = e.name;  // named in the log even when denied (e.g. port_not_allowed)
@@ -84,7 +121,7 @@ judgement judge_transparent(const sniffed& first, const boost::asio::ip::address
   }
   if (!best) return j;
   auto logged = std::move(j.logged_name);
-  j = from(*best);
+  j = with_spoken(from(*best), first);
   j.logged_name = std::move(logged);
   j.notes.push_back("name_from_dns_answer");
   if (inspecting) {
@@ -100,6 +137,29 @@ judgement judge_transparent(const sniffed& first, const boost::asio::ip::address
     }
   }
   return j;
+}
+
+judgement judge_tunnel(const sniffed& first, const judgement& granted, std::string_view host, std::uint16_t port,
+                       const policy::compiled_policy& policy) {
+  if (first.failure) return refused(*first.failure);
+  boost::system::error_code not_address;
+  const auto literal = boost::asio::ip::make_address(host, not_address);
+  if (!not_address) return with_spoken(judge_address(literal, port, policy, spoken_by(first, true)), first);
+  if (!first.name.empty()) {
+    const auto said = policy::domain_name::parse(first.name);
+    const auto asked = policy::domain_name::parse(host);
+    if (!said.has_value() || !asked.has_value() || !(*said == *asked) ||
+        (first.type == sniffed::kind::http && first.port && *first.port != port))
+      return refused(reason::sni_connect_mismatch, (first.type == sniffed::kind::tls ? "sni:" : "host:") + first.name);
+  }
+  const auto spoken = spoken_by(first, false);
+  if (granted.reason == reason::redirect_allowed) {
+    if (spoken != policy::wire::opaque) return granted;
+    auto j = refused(reason::protocol_not_allowed, spoke_note(first));
+    j.rule = granted.rule;
+    return j;
+  }
+  return with_spoken(judge_host(host, port, {}, policy, nullptr, spoken), first);
 }
 
 }  // namespace airlock::proxy

@@ -25,6 +25,7 @@ struct judgement {
   policy::reason reason = policy::reason::internal_error;
   std::string rule = "default";
   bool inspect = false;                     // the allowing rule asks for its requests to be judged
+  policy::port_protocol protocol = policy::port_protocol::any;  // allowed: what the port carries
   std::optional<policy::domain_name> name;  // airlock connects to its own resolution of it; none: to the destination
   std::string logged_name;                  // the line's name (also on a denial); empty: the caller's stands
   std::vector<std::string> notes;
@@ -32,25 +33,45 @@ struct judgement {
   bool allowed() const noexcept { return verdict != policy::verdict::deny; }
 };
 
-// A host as a client named it (SNI, Host, CONNECT): invalid_name when it is no domain
-// name; else the policy's decision, where a followed redirect's allowance for this session
-// may turn host_not_allowed into an allow (and is used up).
+// A host as a client named it (SNI, Host, CONNECT) in bytes that spoke `spoken`:
+// invalid_name when it is no domain name; else the policy's decision, where a followed
+// redirect's allowance for this session may turn host_not_allowed into an allow (and is
+// used up) for a web request (TLS, HTTP, or a CONNECT whose tunnel is judged next).
 judgement judge_host(std::string_view host, std::uint16_t port, std::string_view session,
-                     const policy::compiled_policy& policy, policy::redirect_grants* grants);
+                     const policy::compiled_policy& policy, policy::redirect_grants* grants, policy::wire spoken);
 
 // An address the client named (CONNECT 198.51.100.7:443): only a cidr rule allows it.
 judgement judge_address(const boost::asio::ip::address& address, std::uint16_t port,
-                        const policy::compiled_policy& policy);
+                        const policy::compiled_policy& policy, policy::wire spoken);
+
+// What `first` spoke, as a port's protocol judges it: TLS or HTTP that names a host is
+// itself; one that names none is `opaque` to a rule for a name (nothing in it says which
+// host it is for) but `tls`/`http` to a cidr rule (`by_address`), which allows the
+// address whatever name would have been sent.
+policy::wire spoken_by(const sniffed& first, bool by_address) noexcept;
 
 // A transparent connection to `dst`:`port` whose first bytes are `first`. A failed parse is
 // denied with its reason; an HTTP Host naming another port than the packet's is refused
 // (host_port_mismatch); a name is judged by judge_host; no name (or an address written as
 // one) only by a cidr rule, or by the best of the names `names` holds for this session and
 // address: one that allows with inspection, then one that allows, then a denial to name.
-// Opaque bytes towards an address whose allowing name inspects are refused.
+// Every rule judges what was spoken against its port's protocol (policy/port_protocol.hpp):
+// opaque bytes, a name-less TLS hello or HTTP where a rule wants TLS naming its host are
+// protocol_not_allowed, with a note saying what was spoken. Opaque bytes towards an
+// address whose allowing name inspects are refused.
 judgement judge_transparent(const sniffed& first, const boost::asio::ip::address& dst, std::uint16_t port,
                             std::string_view session, const policy::compiled_policy& policy,
                             const dns::name_table& names, policy::redirect_grants* grants,
                             dns::name_table::clock::time_point now);
+
+// The first bytes inside a CONNECT tunnel the explicit listener granted for `host` (a name,
+// or an address written as one) with `granted`: judged as a transparent connection to that
+// host would be. A name they carry must be the CONNECT's (else sni_connect_mismatch: the
+// tunnel would carry another host); then the CONNECT's name is judged again with what was
+// spoken (a name-less hello or opaque bytes pass only a port that carries `any`), or its
+// address, by a cidr rule, with the bytes' kind. A CONNECT a redirect's allowance let
+// through (used up by then) carries a web request, TLS or HTTP, and nothing else.
+judgement judge_tunnel(const sniffed& first, const judgement& granted, std::string_view host, std::uint16_t port,
+                       const policy::compiled_policy& policy);
 
 }  // namespace airlock::proxy

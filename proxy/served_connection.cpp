@@ -124,6 +124,9 @@ asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, cons
   served_upstream_tcp upstream(std::move(*raw));
   served_client_tcp sandbox(beast::tcp_stream(std::move(client)), std::move(first.bytes));
   exchange_setup x{ctx, t.policy, t.name, t.port, false, t.destination_agrees, rec, ticket};
+  x.upgrades = t.upgrades;
+  x.log_allowed = t.log_requests;
+  x.from_proxy_client = t.from_proxy_client;
   const auto totals = co_await serve_requests(sandbox, upstream, x);
   rec.bytes_up = totals.up;
   rec.bytes_down = totals.down;

@@ -25,6 +25,11 @@ struct served_target {
   std::uint16_t port;
   std::vector<boost::asio::ip::address> addresses;  // airlock's own resolution
   bool destination_agrees;  // the client aimed at one of those addresses
+  // Plain HTTP (proxy/http_exchange.hpp, exchange_setup): the port carries `any`; each
+  // allowed request gets its own line; requests come from an explicit proxy's client.
+  bool upgrades = false;
+  bool log_requests = true;
+  bool from_proxy_client = false;
 };
 
 boost::asio::awaitable<void> serve_inspected(boost::asio::ip::tcp::socket& client, sniffed& first,

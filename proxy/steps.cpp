@@ -3,7 +3,7 @@
 #include "core/deadline.hpp"
 #include "core/deadline_watch.hpp"
 #include "dns/lookup.hpp"
-#include "policy/special_addresses.hpp"
+#include "policy/own_addresses.hpp"
 #include "proxy/own_socket.hpp"
 #include "proxy/relay.hpp"
 
@@ -130,13 +130,22 @@ void cut_by_budget(core::decision_record& rec, std::string_view budget) {
 
 namespace {
 
-// An address airlock may connect to for this policy and port: not special (private,
-// loopback, metadata...), or allowed by one of its cidr rules.
-bool permitted(const policy::compiled_policy& p, const asio::ip::address& a, std::uint16_t port) {
-  return !policy::is_special(policy::classify(a)) || p.cidr_allowance(a, port);
+// An address airlock may connect to for this policy and port (policy/own_addresses.hpp).
+bool permitted(proxy_context& ctx, const policy::compiled_policy& p, const asio::ip::address& a, std::uint16_t port) {
+  return policy::reachable(p, ctx.policies.own().get(), a, port);
 }
 
 }  // namespace
+
+bool destination_reachable(proxy_context& ctx, const policy::compiled_policy& p, const asio::ip::address& address,
+                           std::uint16_t port, core::decision_record& rec) {
+  const auto own = ctx.policies.own();
+  if (policy::reachable(p, own.get(), address, port)) return true;
+  rec.verdict = policy::verdict::deny;
+  rec.reason = reason::private_address;
+  if (own && own->contains(address)) rec.notes.push_back("own_address");
+  return false;
+}
 
 asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ctx, const policy::compiled_policy& p,
                                                                const policy::domain_name& name, std::uint16_t port,
@@ -167,7 +176,7 @@ asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ct
     addresses = &resolved->addresses;
   }
   std::copy_if(addresses->begin(), addresses->end(), std::back_inserter(targets),
-               [&](const asio::ip::address& a) { return permitted(p, a, port); });
+               [&](const asio::ip::address& a) { return permitted(ctx, p, a, port); });
   if (targets.empty()) {
     // Never softened by audit mode: watching a workload must not open the metadata
     // service or the internal network to it.
@@ -425,7 +434,7 @@ asio::awaitable<upstream_reached> connect_resolved(tcp::socket& upstream, proxy_
   // The other family, from the cache only (nothing is asked upstream on a failure path).
   auto others = dns::cached_addresses_of(ctx.cache, *name, targets.front().is_v6() ? dns::wire::type::a
                                                                                      : dns::wire::type::aaaa);
-  std::erase_if(others, [&](const asio::ip::address& a) { return !permitted(p, a, port); });
+  std::erase_if(others, [&](const asio::ip::address& a) { return !permitted(ctx, p, a, port); });
   if (others.empty()) co_return reached;
   co_return co_await connect_any(upstream, others, port, left, first);
 }

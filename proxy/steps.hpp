@@ -124,6 +124,12 @@ boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(
     proxy_context& ctx, const policy::compiled_policy& p, const policy::domain_name& name, std::uint16_t port,
     core::decision_record& rec, dns::ask_first first = dns::ask_first::a);
 
+// A connection without a name goes to the address its client chose: false, with `rec` a
+// private_address denial (note own_address for one of airlock's own), when this policy may
+// not reach it on `port` (policy/own_addresses.hpp). Never softened by audit mode.
+bool destination_reachable(proxy_context& ctx, const policy::compiled_policy& p,
+                           const boost::asio::ip::address& address, std::uint16_t port, core::decision_record& rec);
+
 // Where a connect got to: the endpoint reached, or none. None because airlock itself had no
 // descriptor left for the upstream socket is airlock's limit, not the upstream's failure,
 // and is logged as such (limit:open_files, not upstream_unreachable).

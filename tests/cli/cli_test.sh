@@ -39,8 +39,18 @@ check "check: a missing file" 2 "nope.yaml: cannot open the file" -- "$AIRLOCK" 
 check "check --print-default prints YAML that checks" 0 '^ok' -- \
   bash -c "$AIRLOCK check --print-default > $tmp/d.yaml && $AIRLOCK check -c $tmp/d.yaml"
 
-check "test: allow exits 0 with reason and the family rule" 0 '^allow host_allowed <family npm>:[0-9]+$' -- \
-  "$AIRLOCK" test --policy default registry.npmjs.org
+check "test: allow exits 0 with reason, the family rule and the port's protocol" 0 \
+  '^allow host_allowed <family npm>:[0-9]+ protocol=tls$' -- "$AIRLOCK" test --policy default registry.npmjs.org
+check "test: ssh on github.com:22 is any protocol" 0 '^allow host_allowed <family github>:[0-9]+ protocol=any$' -- \
+  "$AIRLOCK" test --policy default github.com:22
+check "test: opaque bytes on :443 exit 1" 1 '^deny protocol_not_allowed <family github>:[0-9]+$' -- \
+  "$AIRLOCK" test --policy default --speaks opaque github.com:443
+check "test: plain HTTP on :443 exits 1" 1 '^deny protocol_not_allowed' -- \
+  "$AIRLOCK" test --policy default --speaks http github.com:443
+check "test: HTTP on :80 is allowed" 0 '^allow host_allowed .* protocol=http$' -- \
+  "$AIRLOCK" test --policy default --speaks http github.com:80
+check "test: a bad --speaks exits 2" 2 "expected tls, http or opaque" -- \
+  "$AIRLOCK" test --policy default --speaks ssh github.com
 check "test: port not listed exits 1" 1 '^deny port_not_allowed' -- "$AIRLOCK" test --policy default registry.npmjs.org:8080
 check "test: metadata address exits 1" 1 '^deny private_address default$' -- "$AIRLOCK" test --policy default 169.254.169.254:80
 check "test: IPv6 literal with port" 1 '^deny private_address' -- "$AIRLOCK" test --policy default '[::ffff:127.0.0.1]:443'

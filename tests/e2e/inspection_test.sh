@@ -248,10 +248,11 @@ expect "a method it does not list is refused" \
   bash -c "$(declare -f icurl world_sbx); SBX=$SBX ACA=$ACA; icurl -o /dev/null -w '%{http_code}' -X DELETE https://api.airlock.test/v1/things | grep -qx 403"
 expect "  as method_not_allowed" line event=http reason=method_not_allowed method=DELETE
 
-expect_not "without SNI (an address from DNS), an inspecting rule still judges the path" \
+expect_not "without SNI (an address from DNS), a path the rule does not list is never reached" \
   bash -c "ip netns exec $SBX curl -sS -k --max-time 10 -H 'Host: api.airlock.test' https://$ORIGIN_IP/v2/things | grep -q 'api: GET /v2/things'"
-expect "  the connection was inspected under a name from the DNS answers" \
-  line event=connect dst=$ORIGIN_IP:443 'notes~=name_from_dns_answer' 'notes~=inspected'
+expect "  the hello named nothing, and :443 carries TLS naming the host: protocol_not_allowed" \
+  line event=connect dst=$ORIGIN_IP:443 reason=protocol_not_allowed 'notes~=name_from_dns_answer' \
+  'notes~=spoke:tls_without_sni'
 
 cat >"$W/opaque.py" <<'PY'
 import socket, sys
@@ -268,7 +269,8 @@ print(data.decode("latin-1"))
 PY
 expect_not "bytes that are not a request line we read (a leading CRLF), to an inspecting rule's address, reach nothing" \
   bash -c "ip netns exec $SBX python3 $W/opaque.py | grep -q 'api: GET /v2/things'"
-expect "  refused as parse_error" line event=connect dst=$ORIGIN_IP:80 reason=parse_error 'notes~=opaque_on_inspecting_rule'
+expect "  refused: :80 carries a request naming the host" line event=connect dst=$ORIGIN_IP:80 \
+  reason=protocol_not_allowed 'notes~=spoke:opaque'
 
 # 4. Redirects.
 expect_not "before any redirect, cdn-ok is not allowed" tcurl https://cdn-ok.airlock.test/

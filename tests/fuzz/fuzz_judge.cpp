@@ -5,7 +5,10 @@
 //
 //   allow => the bytes parsed, and the name they carry is allowed on that port (or a
 //            redirect allowance for it existed), or, with no name, the address is allowed
-//            by a cidr rule or was handed to this session for a name allowed on that port.
+//            by a cidr rule or was handed to this session for a name allowed on that port;
+//            and what they spoke is what the port carries: TLS naming its host on 443, a
+//            request naming it on 80 (no rule below widens either), anything on 8443,
+//            which one rule opens to `any`.
 //
 // Anything else must be a denial with a reason. (Limits are checked before the judge, by
 // steps::admit; tests/unit/proxy/limits_test.cpp covers them.)
@@ -46,6 +49,7 @@ policies:
   p:
     allow:
       - host: allowed.test
+        ports: [80, 443, {port: 8443, protocol: any}]
       - host: ssh.test
         ports: [22]
       - host: inspect.test
@@ -133,6 +137,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bound_inspecting = bound_inspecting || (d.verdict == verdict::allow && d.inspect);
   }
 
+  // The same bytes inside a CONNECT tunnel granted for one of the names: a name they carry
+  // is the CONNECT's, and the port's protocol holds as on the transparent path.
+  {
+    const char* host = answered_names[data[0] % answered_names.size()];
+    const auto granted = airlock::proxy::judge_host(host, port, "s", policy, nullptr, airlock::policy::wire::unjudged);
+    if (granted.allowed()) {
+      const auto t = airlock::proxy::judge_tunnel(first, granted, host, port, policy);
+      require(!t.rule.empty());
+      if (t.verdict == verdict::allow) {
+        require(!first.failure);
+        require(first.name.empty() || name_of(first.name.c_str()) == name_of(host));
+        if (port == 443) require(first.type == sniffed::kind::tls && !first.name.empty());
+        if (port == 80) require(first.type == sniffed::kind::http && !first.name.empty());
+      }
+    }
+  }
+
   const auto j = airlock::proxy::judge_transparent(first, dst, port, "s", policy, names, &grants, now);
 
   require(!j.rule.empty());
@@ -140,6 +161,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (j.verdict != verdict::allow) return 0;
   require(!first.failure);
   require(!(first.type == sniffed::kind::http && first.port && *first.port != port));
+  // Protocol per port, held without the policy's own protocol code.
+  if (port == 443) require(first.type == sniffed::kind::tls && named);
+  if (port == 80) require(first.type == sniffed::kind::http && named);
   if (named) {
     // The name carried is the name judged and connected to, never the destination.
     require(parsed.has_value() && j.name.has_value() && *j.name == *parsed);

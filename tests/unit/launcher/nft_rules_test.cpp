@@ -73,3 +73,23 @@ TEST_CASE("names that could smuggle nft syntax are refused") {
   g.dns_port = g.proxy_port;
   CHECK_FALSE(render(g).has_value());
 }
+
+TEST_CASE("before anything else, the sandbox's link drops what does not route back through it") {
+  for (const bool tproxy : {false, true}) {
+    CAPTURE(tproxy);
+    gateway_rules g;
+    g.iface = "al-g0";
+    g.tproxy = tproxy;
+    auto r = render(g);
+    REQUIRE(r.has_value());
+    const std::string& t = *r;
+    const auto chain = t.find("  chain antispoof {\n    type filter hook prerouting priority raw; policy accept;\n"
+                              "    iifname \"al-g0\" fib saddr . iif oif missing counter drop\n  }\n");
+    REQUIRE(chain != std::string::npos);
+    // The table's first chain: raw runs before TPROXY's mangle, conntrack and NAT anyway,
+    // but a reader of the table should meet it first too.
+    CHECK(chain < t.find("chain prerouting"));
+    const bool before_divert = t.find("chain divert") == std::string::npos || chain < t.find("chain divert");
+    CHECK(before_divert);
+  }
+}

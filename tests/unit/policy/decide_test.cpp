@@ -1,4 +1,5 @@
 #include "policy/families.hpp"
+#include "policy/own_addresses.hpp"
 #include "policy/snapshot.hpp"
 #include "unit/policy/support.hpp"
 
@@ -266,4 +267,119 @@ TEST_CASE("sessions registered at run time take precedence; a missing policy den
   CHECK(s->session_for(ip("198.51.100.200"))->policy->name() == "watch");
   CHECK_FALSE(s->session_for(ip("198.51.100.201"), &registered));
   CHECK(s->session_for(ip("198.51.100.5"), &registered)->policy->name() == "p");
+}
+
+TEST_CASE("protocol per port: 443 carries TLS naming the host, 80 HTTP naming it, other ports anything") {
+  const auto snap = compile(R"(version: 1
+policies:
+  p:
+    allow:
+      - host: web.test
+      - host: git.test
+        ports: [22, 443]
+      - host: wide.test
+        ports: [80, {port: 443, protocol: any}, {port: 8080, protocol: http}]
+      - cidr: 198.51.100.10/32
+        ports: [443, 5432]
+    deny:
+      - host: blocked.test
+)");
+  const auto& p = *snap->find_policy("p");
+  CHECK(p.decide(name("web.test"), 443, wire::tls).verdict == verdict::allow);
+  CHECK(p.decide(name("web.test"), 443, wire::tls).protocol == port_protocol::tls);
+  CHECK(p.decide(name("web.test"), 80, wire::http).protocol == port_protocol::http);
+  for (auto w : {wire::opaque, wire::http}) {
+    CAPTURE(to_string(w));
+    const auto d = p.decide(name("web.test"), 443, w);
+    CHECK(d.verdict == verdict::deny);
+    CHECK(d.reason == reason::protocol_not_allowed);
+    CHECK(d.rule == "t.yaml:5");
+  }
+  CHECK(p.decide(name("web.test"), 80, wire::tls).reason == reason::protocol_not_allowed);
+  CHECK(p.decide(name("web.test"), 80, wire::opaque).reason == reason::protocol_not_allowed);
+  // ssh on 22 keeps working: other listed ports carry anything.
+  CHECK(p.decide(name("git.test"), 22, wire::opaque).verdict == verdict::allow);
+  CHECK(p.decide(name("git.test"), 22, wire::opaque).protocol == port_protocol::any);
+  CHECK(p.decide(name("git.test"), 443, wire::opaque).reason == reason::protocol_not_allowed);
+  // Widened on purpose, and narrowed on purpose.
+  CHECK(p.decide(name("wide.test"), 443, wire::opaque).verdict == verdict::allow);
+  CHECK(p.decide(name("wide.test"), 443, wire::tls).protocol == port_protocol::any);
+  CHECK(p.decide(name("wide.test"), 8080, wire::http).verdict == verdict::allow);
+  CHECK(p.decide(name("wide.test"), 8080, wire::opaque).reason == reason::protocol_not_allowed);
+  // A port no rule lists stays port_not_allowed; a deny covers every protocol.
+  CHECK(p.decide(name("web.test"), 22, wire::opaque).reason == reason::port_not_allowed);
+  CHECK(p.decide(name("blocked.test"), 443, wire::tls).reason == reason::host_denied);
+  // DNS and `airlock test` without --speaks ask about the name and port alone.
+  CHECK(p.decide(name("web.test"), 443).verdict == verdict::allow);
+  CHECK(p.decide(name("web.test"), any_port).verdict == verdict::allow);
+  // A cidr rule judges the kind of bytes: TLS (named or not) on its 443, anything on 5432.
+  CHECK(p.decide(ip("198.51.100.10"), 443, wire::tls).verdict == verdict::allow);
+  CHECK(p.decide(ip("198.51.100.10"), 443, wire::opaque).reason == reason::protocol_not_allowed);
+  CHECK(p.decide(ip("198.51.100.10"), 5432, wire::opaque).verdict == verdict::allow);
+  CHECK(p.decide(ip("198.51.100.10"), 8080, wire::opaque).reason == reason::no_name);
+}
+
+TEST_CASE("protocol per port: audit mode lets a protocol denial through as audit-deny; floors judge it too") {
+  const auto snap = compile(R"(version: 1
+always_allow:
+  - host: floor.test
+policies:
+  watch:
+    mode: audit
+    allow:
+      - host: web.test
+)");
+  const auto& p = *snap->find_policy("watch");
+  const auto d = p.decide(name("web.test"), 443, wire::opaque);
+  CHECK(d.verdict == verdict::audit_deny);
+  CHECK(d.reason == reason::protocol_not_allowed);
+  CHECK(p.decide(name("floor.test"), 443, wire::tls).verdict == verdict::allow);
+  const auto f = p.decide(name("floor.test"), 443, wire::opaque);
+  CHECK(f.reason == reason::protocol_not_allowed);
+  CHECK(f.rule == "t.yaml:3");
+}
+
+TEST_CASE("the default protocols") {
+  CHECK(default_protocol(443) == port_protocol::tls);
+  CHECK(default_protocol(853) == port_protocol::tls);
+  CHECK(default_protocol(8443) == port_protocol::tls);
+  CHECK(default_protocol(80) == port_protocol::http);
+  CHECK(default_protocol(22) == port_protocol::any);
+  CHECK(default_protocol(8080) == port_protocol::any);
+  CHECK(parse_port_protocol("any") == port_protocol::any);
+  CHECK_FALSE(parse_port_protocol("ssh").has_value());
+}
+
+TEST_CASE("airlock's own addresses: reached only through a cidr rule that says own: true") {
+  const auto snap = compile(R"(version: 1
+policies:
+  p:
+    allow:
+      - cidr: 203.0.113.0/24
+        ports: [8080]
+      - cidr: 203.0.113.1/32
+        ports: [9191]
+        own: true
+      - cidr: 10.0.0.0/8
+        ports: [5432]
+)");
+  const auto& p = *snap->find_policy("p");
+  const own_addresses own({*cidr::parse("203.0.113.1/32"), *cidr::parse("198.51.100.0/30"), *cidr::parse("2001:db8::1")});
+  CHECK(own.contains(ip("203.0.113.1")));
+  CHECK(own.contains(ip("::ffff:203.0.113.1")));
+  CHECK(own.contains(ip("198.51.100.3")));
+  CHECK_FALSE(own.contains(ip("198.51.100.4")));
+  CHECK(own.contains(ip("2001:db8::1")));
+  // Global and not ours: reachable (its name or rule was judged before).
+  CHECK(reachable(p, &own, ip("203.0.113.10"), 8080));
+  // Ours: a cidr rule covering it is not enough; one with own: true is, on its ports.
+  CHECK_FALSE(reachable(p, &own, ip("203.0.113.1"), 8080));
+  CHECK(reachable(p, &own, ip("203.0.113.1"), 9191));
+  CHECK(reachable(p, &own, ip("203.0.113.1"), any_port));  // DNS: the own rule allows some port
+  CHECK_FALSE(reachable(p, &own, ip("198.51.100.2"), 8080));
+  // Other special addresses: any covering cidr rule, as before; without the own set too.
+  CHECK(reachable(p, &own, ip("10.1.2.3"), 5432));
+  CHECK_FALSE(reachable(p, &own, ip("10.1.2.3"), 80));
+  CHECK_FALSE(reachable(p, nullptr, ip("198.18.0.6"), 8080));
+  CHECK(reachable(p, nullptr, ip("203.0.113.1"), 8080));  // no own set known: only its class counts
 }

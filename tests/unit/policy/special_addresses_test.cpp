@@ -46,6 +46,24 @@ TEST_CASE("each IPv4 range at both edges") {
       {"192.168.0.0", address_class::private_use},
       {"192.168.255.255", address_class::private_use},
       {"192.169.0.0", address_class::global},
+      {"191.255.255.255", address_class::global},
+      {"192.0.0.0", address_class::ietf_protocol},
+      {"192.0.0.192", address_class::ietf_protocol},  // Oracle Cloud's metadata service
+      {"192.0.0.255", address_class::ietf_protocol},
+      {"192.0.1.0", address_class::global},
+      {"192.0.2.1", address_class::global},  // documentation
+      {"192.88.98.255", address_class::global},
+      {"192.88.99.0", address_class::reserved},
+      {"192.88.99.255", address_class::reserved},
+      {"192.88.100.0", address_class::global},
+      {"168.63.129.15", address_class::global},
+      {"168.63.129.16", address_class::metadata},  // Azure's host endpoint
+      {"168.63.129.17", address_class::global},
+      {"198.17.255.255", address_class::global},
+      {"198.18.0.0", address_class::benchmarking},  // airlock run's default sandbox pool
+      {"198.19.255.255", address_class::benchmarking},
+      {"198.20.0.0", address_class::global},
+      {"198.51.100.10", address_class::global},
       {"203.0.113.10", address_class::global},  // documentation ranges are our test "internet"
       {"223.255.255.255", address_class::global},
       {"224.0.0.0", address_class::multicast},
@@ -98,4 +116,19 @@ TEST_CASE("IPv6 ranges and the forms that embed IPv4") {
     CAPTURE(r.address);
     CHECK(of(r.address) == r.expected);
   }
+}
+
+TEST_CASE("the rest of IANA's IPv6 special-purpose registry") {
+  CHECK(of("2001:2::1") == address_class::benchmarking);
+  CHECK(of("2001:2:0:ffff::1") == address_class::benchmarking);
+  CHECK(of("2001:3::1") == address_class::global);
+  CHECK(of("2001:10::1") == address_class::reserved);  // ORCHID
+  CHECK(of("2001:2f::1") == address_class::reserved);  // ORCHIDv2's last /32
+  CHECK(of("2001:30::1") == address_class::global);
+  CHECK(of("100::1") == address_class::reserved);  // discard-only
+  CHECK(of("100:0:0:1::1") == address_class::global);
+  CHECK(of("5f00::1") == address_class::reserved);  // SRv6 SIDs
+  CHECK(of("2001:db8::1") == address_class::global);  // documentation: the test "internet"
+  CHECK(of("::ffff:198.18.0.1") == address_class::benchmarking);
+  CHECK(of("::ffff:168.63.129.16") == address_class::metadata);
 }

@@ -144,6 +144,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       served_target plain = target;
       plain.upgrades = d.protocol == policy::port_protocol::any;
       plain.log_requests = d.inspect || session->policy->redirects_from(*name);
+      plain.granted = d.reason == reason::redirect_allowed;
       co_await serve_plain_http(client, first, plain, guard, ctx, ticket);
       co_return false;
     }

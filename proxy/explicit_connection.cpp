@@ -205,6 +205,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       served_target target{*session->policy, *name, port, targets, true};
       target.upgrades = carried == policy::port_protocol::any;
       target.log_requests = session->policy->redirects_from(*name);
+      target.granted = rec.reason == reason::redirect_allowed;
       co_await serve_plain_http(client, *inside, target, guard, ctx, ticket);
       co_return false;
     }
@@ -231,6 +232,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     target.upgrades = d.protocol == policy::port_protocol::any;
     target.log_requests = d.inspect || session->policy->redirects_from(*name);
     target.from_proxy_client = true;
+    target.granted = d.reason == reason::redirect_allowed;
     co_await serve_plain_http(client, first, target, guard, ctx, ticket);
     co_return false;
   }

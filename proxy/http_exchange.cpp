@@ -369,7 +369,8 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
                               ? std::string("method:CONNECT")
                               : "upgrade:" + std::string(req.get()[http::field::upgrade]));
     } else {
-      d = x.policy.decide_request(x.name, x.port, req_head->method, target);
+      d = x.granted ? policy::decision{verdict::allow, reason::redirect_allowed, x.connection.rule}
+                    : x.policy.decide_request(x.name, x.port, req_head->method, target);
       if (d.reason == reason::parse_error) refusal = 400;
     }
     rec.verdict = d.verdict;

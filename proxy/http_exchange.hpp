@@ -40,6 +40,9 @@ struct exchange_setup {
   // The explicit listener's absolute-form requests: sent on in origin-form, without the
   // headers meant for the proxy (Proxy-Authorization, Proxy-Connection).
   bool from_proxy_client = false;
+  // The connection was let through by a followed redirect's one-shot allowance (used up by
+  // then): its requests for the same host stand on that, not on a rule.
+  bool granted = false;
 };
 
 struct exchange_totals {

@@ -127,6 +127,7 @@ asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, cons
   x.upgrades = t.upgrades;
   x.log_allowed = t.log_requests;
   x.from_proxy_client = t.from_proxy_client;
+  x.granted = t.granted;
   const auto totals = co_await serve_requests(sandbox, upstream, x);
   rec.bytes_up = totals.up;
   rec.bytes_down = totals.down;

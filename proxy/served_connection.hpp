@@ -30,6 +30,7 @@ struct served_target {
   bool upgrades = false;
   bool log_requests = true;
   bool from_proxy_client = false;
+  bool granted = false;  // allowed by a redirect's one-shot allowance
 };
 
 boost::asio::awaitable<void> serve_inspected(boost::asio::ip::tcp::socket& client, sniffed& first,

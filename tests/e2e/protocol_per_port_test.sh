@@ -47,8 +47,8 @@ expect "TLS naming tls.airlock.test reaches :443 (the far side is no TLS server)
   bash -c "ip netns exec $SBX timeout 15 python3 $here/lib/speak.py $TLS_IP 443 tls-sni tls.airlock.test | grep -q tls-refused"
 expect "  its hello arrived at the far side" test "$(far_count $TLS_IP:443)" -eq 1
 expect "  its line: allow, tls" line event=connect proto=tls name=tls.airlock.test verdict=allow dst=$TLS_IP:443
-expect "HTTP naming tls.airlock.test on :80 reaches the far side" body_is "far:GET / HTTP/1.1" \
-  speak $TLS_IP 80 http tls.airlock.test
+speak $TLS_IP 80 http tls.airlock.test >/dev/null || true  # (the far side answers no HTTP: airlock refuses its reply)
+expect "HTTP naming tls.airlock.test on :80 reaches the far side" test "$(far_count $TLS_IP:80)" -eq 1
 expect "  its line: allow, http" line event=connect proto=http name=tls.airlock.test verdict=allow dst=$TLS_IP:80
 
 # 2. What 443 and 80 do not carry, towards the same addresses.

@@ -293,7 +293,14 @@ session_registry::restore_report session_registry::restore_from(const std::files
     if (auto read = read_small_file(file, text); !read.empty()) {
       report.messages.push_back(read);
     } else if (auto sessions = sessions_from_json(text); !sessions.has_value()) {
-      report.messages.push_back(file.string() + ": " + sessions.error() + "; no session restored");
+      // Kept for a person to read: the next write would replace the only record of those
+      // sandboxes' bindings.
+      const auto kept = std::filesystem::path(file.string() + ".unreadable");
+      std::error_code ec;
+      std::filesystem::rename(file, kept, ec);
+      report.messages.push_back(file.string() + ": " + sessions.error() + "; no session restored (kept as " +
+                                kept.string() + "); sandboxes registered before the restart fall to the config's "
+                                "bindings until registered again");
     } else {
       for (const auto& s : *sessions) {
         if (auto added = add(s.request); added.has_value()) {

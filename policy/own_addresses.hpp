@@ -20,11 +20,18 @@ class own_addresses {
  public:
   explicit own_addresses(std::vector<cidr> prefixes);
 
+  // One binary search per distinct prefix length (a gateway has /32s, /128s and the
+  // sandboxes' /30s, whatever their number): a connect and a DNS answer ask it per address.
   bool contains(const boost::asio::ip::address& a) const noexcept;
   const std::vector<cidr>& prefixes() const noexcept { return prefixes_; }
 
  private:
+  struct by_length {
+    std::uint8_t prefix;
+    std::vector<boost::asio::ip::address_v6::bytes_type> networks;  // sorted; IPv4 as mapped
+  };
   std::vector<cidr> prefixes_;
+  std::vector<by_length> groups_;
 };
 
 // Whether a sandbox under `p` may be sent to (DNS, `port` any_port) or connect to `a` on

@@ -151,23 +151,9 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   }
 
   // 7. Connect; the client's first bytes go first (most often with the connect's check).
-  const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
-                                                        targets, port, first.bytes);
-  if (!reached) {
-    co_await steps::refuse_unreached(client, sniffed::kind::unknown, guard, reached);
+  if (!co_await steps::connect_and_send_first(client, upstream, ctx, *session->policy, name ? &*name : nullptr, targets,
+                                              port, first.bytes, sniffed::kind::unknown, guard, sent_up))
     co_return false;
-  }
-  rec.upstream = text(*reached);
-  sent_up = reached.sent_first;
-  if (sent_up < first.bytes.size()) {
-    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(first.bytes) + sent_up, nothrow);
-    sent_up += wn;
-    if (wec) {
-      rec.bytes_up = sent_up;
-      rec.bytes_down = 0;
-      co_return false;
-    }
-  }
   line.take(guard);
   co_return true;
 }

@@ -24,22 +24,33 @@ using policy::verdict;
 
 namespace {
 
+// Answers a granted CONNECT with 200, so the tunnel's first bytes can be read and judged.
+// False when it cannot: bytes came before the grant (they would pass unjudged; refused), or
+// the client left.
+asio::awaitable<bool> grant_tunnel(tcp::socket& client, const sniffed& request, steps::emit_once& guard) {
+  auto& rec = guard.record;
+  if (request.bytes.size() > request.head_size) {
+    rec.verdict = verdict::deny;
+    rec.reason = reason::parse_error;
+    rec.notes.push_back("data_before_connect_established");
+    co_await steps::refuse(client, sniffed::kind::http, guard);
+    co_return false;
+  }
+  static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
+  if (auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow); wec) {
+    rec.notes.push_back("client_gone");
+    co_return false;
+  }
+  co_return true;
+}
+
 // CONNECT to a name whose rule inspects: the tunnel is opened, its ClientHello must name
 // the CONNECT host (else the tunnel would carry another name), and the TLS inside is
 // served like a transparent inspected connection.
 asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, const served_target& t,
                                      steps::emit_once& guard, proxy_context& ctx, limiter::ticket& ticket) {
   auto& rec = guard.record;
-  if (request.bytes.size() > request.head_size) {
-    // TLS sent before the tunnel was granted: a client airlock cannot serve as asked.
-    rec.verdict = verdict::deny;
-    rec.reason = reason::parse_error;
-    rec.notes.push_back("data_before_connect_established");
-    co_await steps::refuse(client, sniffed::kind::http, guard);
-    co_return;
-  }
-  static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
-  if (auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow); wec) co_return;
+  if (!co_await grant_tunnel(client, request, guard)) co_return;
   auto hello = co_await sniff(client, peek_limit(ctx));
   if (hello.failure || hello.type != sniffed::kind::tls) {
     rec.verdict = verdict::deny;
@@ -70,19 +81,7 @@ asio::awaitable<std::optional<sniffed>> judge_tunnel_bytes(tcp::socket& client, 
                                                            steps::emit_once& guard, proxy_context& ctx,
                                                            policy::port_protocol& carried) {
   auto& rec = guard.record;
-  if (request.bytes.size() > request.head_size) {
-    // Bytes sent before the tunnel was granted would go unjudged past this point.
-    rec.verdict = verdict::deny;
-    rec.reason = reason::parse_error;
-    rec.notes.push_back("data_before_connect_established");
-    co_await steps::refuse(client, sniffed::kind::http, guard);
-    co_return std::nullopt;
-  }
-  static constexpr std::string_view established = "HTTP/1.1 200 Connection established\r\n\r\n";
-  if (auto [wec, wn] = co_await asio::async_write(client, asio::buffer(established), nothrow); wec) {
-    rec.notes.push_back("client_gone");
-    co_return std::nullopt;
-  }
+  if (!co_await grant_tunnel(client, request, guard)) co_return std::nullopt;
   auto inside = co_await sniff(client, peek_limit(ctx), ctx.settings.quiet_limit);
   if (inside.silent) rec.notes.push_back("client_silent");
   rec.notes.push_back(inside.type == sniffed::kind::tls    ? "tunnel:tls"
@@ -209,19 +208,9 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       co_await serve_plain_http(client, *inside, target, guard, ctx, ticket);
       co_return false;
     }
-    const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
-                                                          targets, port, inside->bytes);
-    if (!reached) {
-      co_await steps::refuse_unreached(client, inside->type, guard, reached);
+    if (!co_await steps::connect_and_send_first(client, upstream, ctx, *session->policy, name ? &*name : nullptr,
+                                                targets, port, inside->bytes, inside->type, guard, sent_up))
       co_return false;
-    }
-    rec.upstream = steps::text(*reached);
-    sent_up = reached.sent_first;
-    if (sent_up < inside->bytes.size()) {
-      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(inside->bytes) + sent_up, nothrow);
-      sent_up += wn;
-      if (wec) co_return false;
-    }
     line.take(guard);
     co_return true;
   }

@@ -129,6 +129,8 @@ asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, cons
   x.from_proxy_client = t.from_proxy_client;
   x.granted = t.granted;
   const auto totals = co_await serve_requests(sandbox, upstream, x);
+  // Allowed requests without lines of their own: the connection's line counts them.
+  if (!t.log_requests) rec.notes.push_back("requests:" + std::to_string(totals.requests));
   rec.bytes_up = totals.up;
   rec.bytes_down = totals.down;
   if (totals.cut) steps::cut_by_budget(rec, ticket.spent());

@@ -137,6 +137,32 @@ bool permitted(proxy_context& ctx, const policy::compiled_policy& p, const asio:
 
 }  // namespace
 
+asio::awaitable<bool> connect_and_send_first(asio::ip::tcp::socket& client, asio::ip::tcp::socket& upstream,
+                                             proxy_context& ctx, const policy::compiled_policy& p,
+                                             const policy::domain_name* name,
+                                             const std::vector<asio::ip::address>& targets, std::uint16_t port,
+                                             std::span<const std::byte> first, sniffed::kind channel,
+                                             emit_once& line, std::uint64_t& sent_up) {
+  const auto reached = co_await connect_resolved(upstream, ctx, p, name, targets, port, first);
+  if (!reached) {
+    co_await refuse_unreached(client, channel, line, reached);
+    co_return false;
+  }
+  auto& rec = line.record;
+  rec.upstream = text(*reached);
+  sent_up = reached.sent_first;
+  if (sent_up < first.size()) {
+    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(first.data(), first.size()) + sent_up, nothrow);
+    sent_up += wn;
+    if (wec) {
+      rec.bytes_up = sent_up;
+      rec.bytes_down = 0;
+      co_return false;
+    }
+  }
+  co_return true;
+}
+
 bool destination_reachable(proxy_context& ctx, const policy::compiled_policy& p, const asio::ip::address& address,
                            std::uint16_t port, core::decision_record& rec) {
   const auto own = ctx.policies.own();

@@ -161,6 +161,17 @@ boost::asio::awaitable<upstream_reached> connect_resolved(boost::asio::ip::tcp::
                                                           const std::vector<boost::asio::ip::address>& targets,
                                                           std::uint16_t port, std::span<const std::byte> first = {});
 
+// connect_resolved, then the rest of `first` that the connect did not send: true when all of
+// it went up (`sent_up` says how much did, `line.record.upstream` where); false when the
+// upstream was not reached (the client refused in `channel`'s language) or a write failed.
+boost::asio::awaitable<bool> connect_and_send_first(boost::asio::ip::tcp::socket& client,
+                                                    boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,
+                                                    const policy::compiled_policy& p,
+                                                    const policy::domain_name* name,
+                                                    const std::vector<boost::asio::ip::address>& targets,
+                                                    std::uint16_t port, std::span<const std::byte> first,
+                                                    sniffed::kind channel, emit_once& line, std::uint64_t& sent_up);
+
 // The refusal of a connection whose upstream was not reached: upstream_unreachable, or
 // limit_exceeded with limit:open_files when airlock had no descriptor for the socket.
 boost::asio::awaitable<void> refuse_unreached(boost::asio::ip::tcp::socket& client, sniffed::kind channel,

@@ -82,5 +82,11 @@ expect "  denied session_unknown" line event=connect session=sbx-closed verdict=
 expect "removing the held session (200)" test "$(api -X DELETE http://airlock/v1/sessions/sbx-closed)" = 200
 expect "  gives the source back to the config's binding" fetch
 
+# A sessions file that is not airlock's is kept aside, never silently overwritten.
+stop_airlock TERM
+echo 'not json' >"$W/run/sessions.json"
+world_start_airlock -c "$W/airlock.yaml"
+expect "an unreadable sessions file is named on stderr" grep -q "sessions.json: not JSON" "$W/airlock.stderr"
+expect "  and kept for a person to read" grep -qx 'not json' "$W/run/sessions.json.unreadable"
 stop_airlock TERM
 check_summary

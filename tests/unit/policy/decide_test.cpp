@@ -383,3 +383,20 @@ policies:
   CHECK_FALSE(reachable(p, nullptr, ip("198.18.0.6"), 8080));
   CHECK(reachable(p, nullptr, ip("203.0.113.1"), 8080));  // no own set known: only its class counts
 }
+
+TEST_CASE("airlock's own addresses: a thousand sandboxes' /30s, each found and nothing beside them") {
+  std::vector<cidr> many;
+  for (unsigned i = 0; i < 1000; ++i)
+    many.push_back({boost::asio::ip::address_v4(0xc6120000u + 4 * i), 30});  // 198.18.0.0 + 4i
+  many.push_back(*cidr::parse("2001:db8:5::/64"));
+  const own_addresses own(std::move(many));
+  CHECK(own.contains(ip("198.18.0.0")));
+  CHECK(own.contains(ip("198.18.0.3")));
+  CHECK(own.contains(ip("198.18.15.158")));  // the last block: 198.18.15.156/30
+  CHECK_FALSE(own.contains(ip("198.18.15.160")));
+  CHECK_FALSE(own.contains(ip("198.17.255.255")));
+  CHECK(own.contains(ip("::ffff:198.18.1.1")));
+  CHECK(own.contains(ip("2001:db8:5::ffff")));
+  CHECK_FALSE(own.contains(ip("2001:db8:6::1")));
+  CHECK_FALSE(own.contains(ip("::c612:1")));  // the same bits, but an IPv6 address
+}

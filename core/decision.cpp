@@ -238,6 +238,7 @@ std::string_view to_string(event_kind e) noexcept {
     case event_kind::connect: return "connect";
     case event_kind::http: return "http";
     case event_kind::session: return "session";
+    case event_kind::close: return "close";
   }
   return "connect";
 }
@@ -292,6 +293,8 @@ void append_json_line(std::string& text, const decision_record& r) {
   out += '{';
   field(out, "ts");
   append_rfc3339_micros(out, r.ts);
+  field(out, "schema");
+  append_number(out, log_schema_version);
   field(out, "event");
   append_escaped(out, to_string(r.event));
   string_or_null(out, "session", r.session);

@@ -1,6 +1,6 @@
 #pragma once
-// One decision, as the log contract has it (../shared/design/ARCHITECTURE.md, "Decision
-// log"). Filled in as a connection or query goes; rendered once, as one JSON line.
+// One decision, as the log contract has it (docs/decision-log.md). Filled in as a
+// connection or query goes; rendered once, as one JSON line.
 #include "policy/reason.hpp"
 
 #include <chrono>
@@ -12,7 +12,14 @@
 
 namespace airlock::core {
 
-enum class event_kind : std::uint8_t { dns, connect, http, session };
+// `close` ends an allowed connection whose `connect` line was written when it was decided:
+// same `conn`, with the bytes, the duration and what happened meanwhile. Not a decision,
+// except for a connection a budget cut (then a deny, limit_exceeded).
+enum class event_kind : std::uint8_t { dns, connect, http, session, close };
+
+// The `schema` field of every line: 2 since a connection's line is written when it is
+// decided and its totals come in a `close` line (1: one line at the end, no field).
+inline constexpr unsigned log_schema_version = 2;
 
 using label_list = std::vector<std::pair<std::string, std::string>>;
 
@@ -43,7 +50,8 @@ struct decision_record {
   std::string method;
   std::string path;                   // the request target as sent, '?' and all
   std::optional<unsigned> status;     // what the client was answered
-  // connections (and http requests), on close
+  // http requests, and connections on their close line; a connection's decision line
+  // carries in duration_ms how long deciding took
   std::optional<std::uint64_t> bytes_up;
   std::optional<std::uint64_t> bytes_down;
   std::optional<std::uint64_t> duration_ms;

@@ -70,6 +70,15 @@ std::string_view metrics::policy_label(std::string_view policy) noexcept {
 
 void metrics::count(const decision_record& r) {
   if (r.event == event_kind::session) return;
+  // A connection's end is counted in bytes; only a cut (a deny made mid-connection) is a
+  // decision too. Requests' lines (http) carry parts of their connection's bytes.
+  if (r.event != event_kind::close || r.verdict != policy::verdict::allow) count_decision(r);
+  if (r.event != event_kind::close) return;
+  if (r.bytes_up) bytes_up_.Increment(static_cast<double>(*r.bytes_up));
+  if (r.bytes_down) bytes_down_.Increment(static_cast<double>(*r.bytes_down));
+}
+
+void metrics::count_decision(const decision_record& r) {
   // Built in a buffer kept between calls: a decision costs no allocation.
   thread_local std::string key;
   key.clear();
@@ -84,10 +93,6 @@ void metrics::count(const decision_record& r) {
     if (n->key == key) counter = n->counter;
   if (counter == nullptr) counter = &add_decision_counter(bucket, key, r);
   counter->Increment();
-  // A connection's line carries its totals; its requests' lines (http) are parts of them.
-  if (r.event != event_kind::connect) return;
-  if (r.bytes_up) bytes_up_.Increment(static_cast<double>(*r.bytes_up));
-  if (r.bytes_down) bytes_down_.Increment(static_cast<double>(*r.bytes_down));
 }
 
 prom::Counter& metrics::add_decision_counter(std::atomic<const counter_node*>& bucket, std::string_view key,

@@ -91,6 +91,7 @@ class metrics {
     const counter_node* next;
   };
   static constexpr std::size_t counter_buckets = 256;
+  void count_decision(const decision_record& r);
   prometheus::Counter& add_decision_counter(std::atomic<const counter_node*>& bucket, std::string_view key,
                                             const decision_record& r);
   std::array<std::atomic<const counter_node*>, counter_buckets> decision_counters_{};

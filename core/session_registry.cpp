@@ -84,8 +84,10 @@ std::vector<std::string> error_texts(const std::vector<policy::config_error>& er
 void session_tally::add(const decision_record& r) noexcept {
   constexpr auto relaxed = std::memory_order_relaxed;  // totals only: nothing else is ordered by them
   if (r.event == event_kind::dns) dns_queries.fetch_add(1, relaxed);
-  if (r.event != event_kind::connect) return;
-  (r.verdict == policy::verdict::allow ? connections_allowed : connections_denied).fetch_add(1, relaxed);
+  // A connection counts once, by its decision; its bytes come with its close line.
+  if (r.event == event_kind::connect)
+    (r.verdict == policy::verdict::allow ? connections_allowed : connections_denied).fetch_add(1, relaxed);
+  if (r.event != event_kind::connect && r.event != event_kind::close) return;
   if (r.bytes_up.value_or(0) != 0) bytes_up.fetch_add(*r.bytes_up, relaxed);
   if (r.bytes_down.value_or(0) != 0) bytes_down.fetch_add(*r.bytes_down, relaxed);
 }

@@ -64,6 +64,7 @@ event_kind kind_of(std::string_view e) {
   if (e == "dns") return event_kind::dns;
   if (e == "connect") return event_kind::connect;
   if (e == "http") return event_kind::http;
+  if (e == "close") return event_kind::close;
   if (e == "session") return event_kind::session;
   if (e == "log_dropped") return event_kind::log_dropped;
   return event_kind::other;

@@ -30,7 +30,8 @@ struct process_info {
   std::string lineage() const;
 };
 
-enum class event_kind : std::uint8_t { dns, connect, http, session, log_dropped, other };
+// `close`: an allowed connection's end, after its `connect` line (same `conn`).
+enum class event_kind : std::uint8_t { dns, connect, http, close, session, log_dropped, other };
 
 struct event {
   boost::json::object line;  // the whole line as parsed, unknown fields included
@@ -55,6 +56,8 @@ struct event {
   std::optional<std::uint64_t> count;
 
   bool is_decision() const { return kind == event_kind::dns || kind == event_kind::connect || kind == event_kind::http; }
+  // A close line that is a deny: the connection was cut (a budget), not merely ended.
+  bool is_cut() const { return kind == event_kind::close && denied(); }
   bool denied() const { return verdict == "deny" || verdict == "audit-deny"; }
   bool has_note(std::string_view note) const;
 };

@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace airlock::evidence {
 namespace json = boost::json;
@@ -53,9 +54,45 @@ void add_closed(std::optional<totals>& sum, const event& e) {
 
 void collect_denials(const std::vector<step>& steps, std::vector<const step*>& out) {
   for (const auto& s : steps) {
-    if (s.ev.is_decision() && s.ev.denied()) out.push_back(&s);
+    if (s.denial() != nullptr) out.push_back(&s);
     collect_denials(s.children, out);
   }
+}
+
+// A connection's lines are joined by `conn`, which counts from 1 again when the daemon
+// restarts; each daemon run opens the session again, so (run, conn) names one connection.
+using conn_key = std::pair<std::size_t, std::uint64_t>;
+
+// The requests and the close line of each connection whose decision line is in the log,
+// whichever order they came in (a decision line first since log schema 2, after its
+// requests before). The rest stay steps of their own.
+struct connection_parts {
+  std::map<conn_key, std::vector<event>> requests;
+  std::map<conn_key, event> closes;
+};
+
+connection_parts take_connection_parts(std::vector<event>& events) {
+  std::set<conn_key> decided;
+  std::size_t run = 0;
+  for (const auto& e : events) {
+    if (e.kind == event_kind::session && e.action == "open") ++run;
+    if (e.kind == event_kind::connect && e.conn) decided.insert({run, *e.conn});
+  }
+  connection_parts parts;
+  std::vector<event> rest;
+  run = 0;
+  for (auto& e : events) {
+    if (e.kind == event_kind::session && e.action == "open") ++run;
+    const bool part = (e.kind == event_kind::http || e.kind == event_kind::close) && e.conn;
+    if (!part || !decided.contains({run, *e.conn})) {
+      rest.push_back(std::move(e));
+      continue;
+    }
+    if (e.kind == event_kind::http) parts.requests[{run, *e.conn}].push_back(std::move(e));
+    else parts.closes.insert_or_assign({run, *e.conn}, std::move(e));
+  }
+  events = std::move(rest);
+  return parts;
 }
 
 // ---- text ----
@@ -76,6 +113,14 @@ std::string human_ms(std::uint64_t ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
   return buf;
+}
+
+std::string bytes_and_time(const event& e) {
+  std::string b;
+  if (e.bytes_up || e.bytes_down)
+    b = human_bytes(e.bytes_up.value_or(0)) + " up, " + human_bytes(e.bytes_down.value_or(0)) + " down";
+  if (e.duration_ms) b += (b.empty() ? "" : ", ") + human_ms(*e.duration_ms);
+  return b;
 }
 
 std::string plural(std::uint64_t n, std::string_view one, std::string_view many) {
@@ -118,8 +163,9 @@ class text_renderer {
     } else {
       out_ += plural(denied.size(), "denial", "denials") + ":\n";
       for (const auto* d : denied) {
-        out_ += "  " + marker(d->ev.verdict) + " " + time_of(d->ev, true) + " " + printable(d->ev.line.at("event").as_string()) +
-                " " + target(*d) + " " + printable(d->ev.reason);
+        const event& by = *d->denial();
+        out_ += "  " + marker(by.verdict) + " " + time_of(by, true) + " " + printable(by.line.at("event").as_string()) +
+                " " + target(*d) + " " + printable(by.reason);
         if (d->ev.process) out_ += " (" + process_text(*d->ev.process, false) + ")";
         out_ += "\n";
       }
@@ -206,6 +252,7 @@ class text_renderer {
       }
       case event_kind::connect:
       case event_kind::http:
+      case event_kind::close:
         out += printable(e.line.at("event").as_string());
         if (!e.proto.empty()) out += " " + printable(e.proto);
         out += " " + target(s);
@@ -254,19 +301,32 @@ class text_renderer {
       tool_call_ = e.tool_call;
       if (!e.tool_call.empty()) lines.push_back("tool call " + printable(e.tool_call));
     }
-    if (e.kind == event_kind::connect) {
-      std::string b;
-      if (e.bytes_up || e.bytes_down)
-        b = human_bytes(e.bytes_up.value_or(0)) + " up, " + human_bytes(e.bytes_down.value_or(0)) + " down";
-      if (e.duration_ms) b += (b.empty() ? "" : ", ") + human_ms(*e.duration_ms);
-      if (!b.empty()) lines.push_back(b);
+    if (e.kind == event_kind::close || (e.kind == event_kind::connect && !s.closed)) {
+      // Since log schema 2 an allowed connection's totals are on its close line; its
+      // decision line's duration is how long deciding took.
+      if (e.kind == event_kind::connect && !e.denied() && e.line.contains("schema"))
+        lines.push_back("no close line: open when the log ends, or airlock stopped before it closed");
+      else if (auto b = bytes_and_time(e); !b.empty())
+        lines.push_back(b);
     }
-    if (!e.notes.empty()) {
-      std::string n = "notes:";
-      for (const auto& note : e.notes) n += " " + printable(note);
-      lines.push_back(n);
+    notes_line(lines, "notes:", e.notes);
+    if (s.closed) {
+      const auto& c = *s.closed;
+      std::string end = "closed " + time_of(c, false);
+      if (auto b = bytes_and_time(c); !b.empty()) end += ": " + b;
+      if (c.is_cut()) end += "; " + marker(c.verdict) + " " + printable(c.reason) + " (cut on its way)";
+      lines.push_back(end);
+      if (c.tool_call != e.tool_call && !c.tool_call.empty()) lines.push_back("  by then tool call " + printable(c.tool_call));
+      notes_line(lines, "  notes:", c.notes);
     }
     return lines;
+  }
+
+  static void notes_line(std::vector<std::string>& lines, const char* title, const std::vector<std::string>& notes) {
+    if (notes.empty()) return;
+    std::string n = title;
+    for (const auto& note : notes) n += " " + printable(note);
+    lines.push_back(std::move(n));
   }
 
   void tree(const step& s, const std::string& prefix, bool last) {
@@ -308,10 +368,19 @@ json::object step_json(const step& s) {
   json::array children;
   for (const auto& c : s.children) children.push_back(step_json(c));
   o["children"] = std::move(children);
+  if (s.closed) o["close"] = s.closed->line;
+  else o["close"] = nullptr;
   return o;
 }
 
 }  // namespace
+
+const event* step::denial() const {
+  if (ev.is_decision() && ev.denied()) return &ev;
+  if (closed && closed->is_cut()) return &*closed;
+  if (ev.is_cut()) return &ev;  // a close line whose decision is not in this log
+  return nullptr;
+}
 
 std::vector<const step*> story::denials() const {
   std::vector<const step*> out;
@@ -326,11 +395,11 @@ story build_story(session_log log) {
   s.unparseable = log.unparseable;
   s.dropped = log.dropped;
   s.lines = log.events.size();
-  // Slots keep indices stable while HTTP steps move under their connection.
-  std::vector<std::optional<step>> slots;
+  auto parts = take_connection_parts(log.events);
+  std::vector<std::optional<step>> slots;  // optional: a connection moves under its DNS step
   answer_index answers;
-  std::map<std::uint64_t, std::vector<std::size_t>> http_by_conn;  // HTTP lines come before their connection's
   std::optional<std::int64_t> first_ts, last_ts, open_ts;
+  std::size_t run = 0;
   for (auto& e : log.events) {
     if (e.ts_us) {
       if (!first_ts) first_ts = e.ts_us;
@@ -343,8 +412,8 @@ story build_story(session_log log) {
     switch (e.kind) {
       case event_kind::session:
         if (e.action == "open") {
+          ++run;
           answers.clear();
-          http_by_conn.clear();
           if (!open_ts) open_ts = e.ts_us;
         } else if (e.action == "close") {
           add_closed(s.closed, e);
@@ -354,19 +423,27 @@ story build_story(session_log log) {
         ++s.counted.dns_queries;
         for (const auto& a : e.answers) answers.add(a, slots.size());
         break;
-      case event_kind::connect:
-      case event_kind::http: {
-        if (e.kind == event_kind::connect) {
-          if (e.denied()) ++s.counted.connections_denied;
-          else ++s.counted.connections_allowed;
-          s.counted.bytes_up += e.bytes_up.value_or(0);
-          s.counted.bytes_down += e.bytes_down.value_or(0);
+      case event_kind::connect: {
+        if (e.denied()) ++s.counted.connections_denied;
+        else ++s.counted.connections_allowed;
+        if (e.conn) {
+          const conn_key key{run, *e.conn};
+          if (auto it = parts.requests.find(key); it != parts.requests.end())
+            for (auto& r : it->second) {
+              step request;
+              request.name = r.name;
+              request.ev = std::move(r);
+              st.children.push_back(std::move(request));
+            }
+          if (auto it = parts.closes.find(key); it != parts.closes.end()) st.closed = std::move(it->second);
         }
+        const event& totals_from = st.closed ? *st.closed : e;  // before schema 2, the connect line had them
+        s.counted.bytes_up += totals_from.bytes_up.value_or(0);
+        s.counted.bytes_down += totals_from.bytes_down.value_or(0);
         std::optional<std::int64_t> started = e.ts_us;
         if (started && e.duration_ms) *started -= static_cast<std::int64_t>(*e.duration_ms) * 1000;
-        // HTTP requests wait for their connection's line; connections go under their DNS query.
-        const auto address = e.kind == event_kind::connect ? address_part(e.dst) : std::string_view();
-        if (auto dns = address.empty() ? std::nullopt : answers.find(address, e.name, started, slots)) {
+        // A connection goes under the DNS query whose answer it connected to.
+        if (auto dns = answers.find(address_part(e.dst), e.name, started, slots)) {
           if (st.name.empty()) {
             st.name = slots[*dns]->ev.name;
             st.name_from_dns = true;
@@ -374,22 +451,15 @@ story build_story(session_log log) {
             st.name_differs_from_dns = st.name != slots[*dns]->ev.name;
           }
           st.ev = std::move(e);
-          if (st.ev.conn) {
-            for (auto slot : http_by_conn[*st.ev.conn]) st.children.push_back(std::move(*slots[slot])), slots[slot].reset();
-            http_by_conn.erase(*st.ev.conn);
-          }
           slots[*dns]->children.push_back(std::move(st));
           continue;
         }
-        if (e.kind == event_kind::http && e.conn) http_by_conn[*e.conn].push_back(slots.size());
-        if (e.kind == event_kind::connect && e.conn) {
-          if (auto it = http_by_conn.find(*e.conn); it != http_by_conn.end()) {
-            for (auto slot : it->second) st.children.push_back(std::move(*slots[slot])), slots[slot].reset();
-            http_by_conn.erase(it);
-          }
-        }
         break;
       }
+      case event_kind::close:  // its connection's line is not in this log
+        s.counted.bytes_up += e.bytes_up.value_or(0);
+        s.counted.bytes_down += e.bytes_down.value_or(0);
+        break;
       default:
         break;
     }
@@ -420,7 +490,7 @@ json::value to_json(const story& s) {
   o["totals_from"] = s.closed ? "session_close" : "lines";
   o["counted"] = totals_json(s.counted);
   json::array denied;
-  for (const auto* d : s.denials()) denied.push_back(d->ev.line);
+  for (const auto* d : s.denials()) denied.push_back(d->denial()->line);
   o["denials"] = std::move(denied);
   o["lines"] = s.lines;
   o["unparseable_lines"] = s.unparseable;

@@ -1,7 +1,8 @@
 #pragma once
 // A session's lines as a story: each connection under the DNS query that gave it its
-// destination address, each inspected HTTP request under its connection, the session's
-// open and close, and the totals. Rendered as text for people and as JSON for tools.
+// destination address, with its HTTP requests and its close line joined to it (by `conn`,
+// in whatever order they were written), the session's open and close, and the totals.
+// Rendered as text for people and as JSON for tools.
 #include "evidence/log_reader.hpp"
 
 #include <boost/json/value.hpp>
@@ -23,6 +24,10 @@ struct step {
   // asked; shared CDN addresses, or a name aimed at someone else's address).
   bool name_differs_from_dns = false;
   std::vector<step> children;  // dns: the connections to its answers; connect: its HTTP requests
+  std::optional<event> closed;  // connect: its close line (bytes, duration, how it ended)
+
+  // The line that denied: the decision, or the close line of a connection cut on its way.
+  const event* denial() const;
 };
 
 struct totals {
@@ -47,7 +52,7 @@ struct story {
   std::uint64_t dropped = 0;
   std::size_t lines = 0;  // the session's lines
 
-  std::vector<const step*> denials() const;  // every deny and audit-deny, in tree order
+  std::vector<const step*> denials() const;  // every deny, audit-deny and cut, in tree order
 };
 
 story build_story(session_log log);

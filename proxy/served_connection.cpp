@@ -95,6 +95,7 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
     co_return;
   }
   rec.notes.push_back("inspected");
+  line.decide();  // the origin verified and a leaf is ready: what remains is the client's part
   beast::get_lowest_layer(sandbox).expires_after(peek_limit(ctx));
   if (auto [hec] = co_await sandbox.async_handshake(asio::ssl::stream_base::server, nothrow); hec) {
     // Allowed, but the client would not talk to airlock's leaf: usually a sandbox that
@@ -121,6 +122,7 @@ asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, cons
   auto raw = co_await connect_upstream(client, sniffed::kind::http, t, line, ctx);
   if (!raw) co_return;
   rec.notes.push_back("requests_judged");
+  line.decide();
   served_upstream_tcp upstream(std::move(*raw));
   served_client_tcp sandbox(beast::tcp_stream(std::move(client)), std::move(first.bytes));
   exchange_setup x{ctx, t.policy, t.name, t.port, false, t.destination_agrees, rec, ticket};

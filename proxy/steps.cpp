@@ -36,11 +36,45 @@ bool peer_gone(tcp::socket& s) noexcept {
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+namespace {
+
+std::uint64_t milliseconds_since(std::chrono::steady_clock::time_point t) noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count());
+}
+
+}  // namespace
+
+void emit_once::decide() {
+  if (decided_notes) return;
+  record.ts = std::chrono::system_clock::now();
+  record.duration_ms = milliseconds_since(started);
+  attribution::emit_line(sink, record, probe);
+  decided_notes = record.notes.size();
+}
+
+void make_close_line(core::decision_record& rec, std::size_t decided_notes, std::chrono::steady_clock::time_point started) {
+  rec.event = core::event_kind::close;
+  rec.ts = std::chrono::system_clock::now();
+  rec.notes.erase(rec.notes.begin(), rec.notes.begin() + static_cast<std::ptrdiff_t>(std::min(decided_notes, rec.notes.size())));
+  rec.process_json.clear();  // said on the decision line
+  rec.duration_ms = milliseconds_since(started);
+}
+
 emit_once::~emit_once() {
   if (!armed) return;
-  record.duration_ms = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count());
-  attribution::emit_line(sink, record, probe);
+  if (!decided_notes) {
+    record.ts = std::chrono::system_clock::now();
+    record.duration_ms = milliseconds_since(started);
+    attribution::emit_line(sink, record, probe);
+    return;
+  }
+  try {
+    make_close_line(record, *decided_notes, started);
+    sink.emit(record);
+  } catch (...) {
+    std::fprintf(stderr, "airlock: a close line was lost (out of memory)\n");
+  }
 }
 
 void start_probe(proxy_context& ctx, emit_once& line, tcp::socket& accepted, const tcp::endpoint& client,
@@ -327,15 +361,19 @@ core::decision_record unpack(std::string_view packed) {
 }
 
 void relayed_line::take(emit_once& line) {
-  packed_ = pack(line.record);
+  line.decide();
+  // The close line needs neither the decision's notes nor its process: not kept.
+  auto& rec = line.record;
+  rec.notes.erase(rec.notes.begin(), rec.notes.begin() + static_cast<std::ptrdiff_t>(*line.decided_notes));
+  rec.process_json.clear();
+  packed_ = pack(rec);
 #ifndef NDEBUG
-  if (core::render_json_line(unpack(packed_)) != core::render_json_line(line.record)) {
+  if (core::render_json_line(unpack(packed_)) != core::render_json_line(rec)) {
     std::fprintf(stderr, "airlock: a decision record field is not packed (proxy/steps.cpp each_field)\n");
     std::abort();
   }
 #endif
   started_ = line.started;
-  probe_ = std::move(line.probe);
   line.armed = false;
 }
 
@@ -349,6 +387,7 @@ relayed_line::~relayed_line() {
   if (packed_.empty()) return;
   try {
     auto rec = unpack(packed_);
+    make_close_line(rec, 0, started_);
     if (totals_) {
       rec.bytes_up = totals_->up;
       rec.bytes_down = totals_->down;
@@ -357,11 +396,9 @@ relayed_line::~relayed_line() {
       if (totals_->reset == reset_by::upstream) rec.notes.push_back("upstream_reset");
       if (totals_->cut) cut_by_budget(rec, spent_);
     }
-    rec.duration_ms = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count());
-    attribution::emit_line(sink_, rec, probe_);
+    sink_.emit(rec);
   } catch (...) {
-    std::fprintf(stderr, "airlock: a decision line was lost (out of memory)\n");
+    std::fprintf(stderr, "airlock: a close line was lost (out of memory)\n");
   }
 }
 

@@ -29,24 +29,36 @@ std::string text(const boost::asio::ip::tcp::endpoint& ep);
 // True when the peer has already closed or reset the connection.
 bool peer_gone(boost::asio::ip::tcp::socket& s) noexcept;
 
-// Emits the record once, on every way out of the coroutine (deny, allow, error or
-// cancellation at shutdown), with the duration filled in at that moment; when a process
-// lookup was started, the line waits for it (briefly, off the data path).
+// A connection's lines. A denial's one line goes out on every way out of the coroutine
+// (deny, error or cancellation at shutdown), with the duration filled in at that moment.
+// An allowed connection's decision line goes out when it is decided (decide()), stamped
+// with the session's labels and tool call of that moment; then, on every way out, its
+// `close` line with what came after: bytes, duration, the notes added since. When a
+// process lookup was started, the decision line waits for it (briefly, off the data path).
 struct emit_once {
   core::decision_sink& sink;
   core::decision_record& record;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   attribution::probe probe{};
   bool armed = true;  // false once a relayed_line has taken the line over
+  // Set by decide(): the notes the decision line carried (the close line has the rest).
+  std::optional<std::size_t> decided_notes{};
+  // Writes the decision line now; what is left to write is the close line.
+  void decide();
   ~emit_once();
 };
 
-// The line of a connection that only relays now. GCC keeps every local of a coroutine in
-// its frame for the coroutine's whole life, so the handlers judge a connection in one
-// coroutine (with its record, its sniffed bytes, its decision...) and relay it in the
-// caller, which holds only the two sockets, the ticket and this: the record packed into
-// one string (about 200 bytes for a typical line, against a 776-byte record and its
-// strings), the start time and the process lookup. Emitted, unpacked, with the relay's
+// `rec`, a decided connection's record, as its close line: `decided_notes` of its notes
+// were on the decision line, and it began at `started`.
+void make_close_line(core::decision_record& rec, std::size_t decided_notes,
+                     std::chrono::steady_clock::time_point started);
+
+// The close line of a connection that only relays now. GCC keeps every local of a
+// coroutine in its frame for the coroutine's whole life, so the handlers judge a
+// connection in one coroutine (with its record, its sniffed bytes, its decision...) and
+// relay it in the caller, which holds only the two sockets, the ticket and this: the
+// record packed into one string (about 200 bytes for a typical line, against a 776-byte
+// record and its strings) and the start time. Emitted, unpacked, with the relay's
 // outcome, on every way out, like emit_once.
 class relayed_line {
  public:
@@ -55,7 +67,8 @@ class relayed_line {
   relayed_line& operator=(const relayed_line&) = delete;
   ~relayed_line();
 
-  // Packs `line`'s record and takes over its duty to emit it.
+  // Writes `line`'s decision line (when it is not written yet), packs what its close
+  // line needs and takes over its duty to write that.
   void take(emit_once& line);
   // What the relay did: bytes (those sent before it included), an idle timeout, a cut.
   void relayed(const relay_totals& totals, std::uint64_t sent_up, const limiter::ticket& ticket) noexcept;
@@ -64,7 +77,6 @@ class relayed_line {
   core::decision_sink& sink_;
   std::string packed_;  // empty: nothing taken, nothing to emit
   std::chrono::steady_clock::time_point started_{};
-  attribution::probe probe_{};
   std::optional<relay_totals> totals_;
   std::string_view spent_;  // the budget a cut connection spent
 };

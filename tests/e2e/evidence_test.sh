@@ -70,8 +70,9 @@ world_sbx sh -c "curl -sS --max-time 5 --cacert $W/ca.crt https://unlisted.airlo
 
 expect "exactly 6 dns lines for the session (the upload asked A and AAAA)" line --count 6 event=dns session=rt-1
 expect "exactly 3 connect lines for the session" line --count 3 event=connect session=rt-1
+expect "  and a close line for each allowed one" line --count 2 event=close session=rt-1 verdict=allow
 expect "every one carries the labels and the tool call" \
-  line --count 9 session=rt-1 tool_call=call-42 'labels~="task": "t-9"'
+  line --count 11 session=rt-1 tool_call=call-42 'labels~="task": "t-9"'
 expect "airlock explain tells the session's story, the denied upload with its process chain" python3 - \
   "$("$AIRLOCK" explain --log "$W/decisions.jsonl" rt-1 2>&1)" <<'PY'
 import sys
@@ -89,16 +90,17 @@ expect "a connection line names its process (curl, with its command line)" \
   line event=connect session=rt-1 name=extra.airlock.test 'process~="comm": "curl"' 'process~=https://extra.airlock.test/'
 expect "every decision line has every contract field" python3 - "$W/decisions.jsonl" <<'PY'
 import json, sys
-common = {"ts", "event", "session", "labels", "tool_call", "client", "name", "dst", "upstream", "proto",
+common = {"ts", "schema", "event", "session", "labels", "tool_call", "client", "name", "dst", "upstream", "proto",
           "verdict", "reason", "rule", "conn", "policy", "policy_version", "process"}
-per_event = {"dns": {"qtype", "rcode", "answers"}, "connect": {"bytes_up", "bytes_down", "duration_ms"}}
+per_event = {"dns": {"qtype", "rcode", "answers"}, "connect": {"bytes_up", "bytes_down", "duration_ms"},
+             "close": {"bytes_up", "bytes_down", "duration_ms"}}
 bad = 0
 for n, line in enumerate(open(sys.argv[1]), 1):
     obj = json.loads(line)
     if obj["event"] not in per_event:
         continue
     missing = (common | per_event[obj["event"]]) - obj.keys()
-    if missing:
+    if missing or obj["schema"] != 2:
         bad += 1
         print(f"line {n}: missing {sorted(missing)}")
 sys.exit(1 if bad else 0)

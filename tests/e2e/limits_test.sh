@@ -82,7 +82,7 @@ head -c 300000 /dev/urandom >"$W/upload.bin"
 sink() { sbx_curl --resolve "listed.airlock.test:443:$ORIGIN_IP" https://listed.airlock.test/sink "$@"; }
 expect_not "an upload past the session's 64 KiB budget is cut" sink -X POST --data-binary @"$W/upload.bin"
 expect "  its line says so, with the bytes that passed" \
-  line event=connect verdict=deny reason=limit_exceeded 'notes~=cut_open_connection' 'notes~=limit:session_bytes_up'
+  line event=close verdict=deny reason=limit_exceeded 'notes~=cut_open_connection' 'notes~=limit:session_bytes_up'
 expect "  and no more than the budget and one chunk reached the origin" python3 -c '
 import json, sys
 cut = [json.loads(l) for l in open(sys.argv[1]) if "cut_open_connection" in l]
@@ -99,7 +99,7 @@ start_with_limits 'session_bytes_down: 64K'
 expect_not "a download past the session's 64 KiB budget is cut" \
   sbx_curl --resolve "listed.airlock.test:443:$ORIGIN_IP" https://listed.airlock.test/big.bin -o "$W/big.part"
 expect "  its line says so" \
-  line event=connect verdict=deny reason=limit_exceeded 'notes~=cut_open_connection' 'notes~=limit:session_bytes_down'
+  line event=close verdict=deny reason=limit_exceeded 'notes~=cut_open_connection' 'notes~=limit:session_bytes_down'
 expect "  with no more than the budget and one byte passed down" python3 -c '
 import json, sys
 cut = [json.loads(l) for l in open(sys.argv[1]) if "cut_open_connection" in l]

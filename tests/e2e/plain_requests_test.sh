@@ -58,7 +58,7 @@ expect "  each refused with its own line: misdirected, host_changed" \
 expect "two requests for the same host on one connection both pass" \
   bash -c "[[ \$(ip netns exec $SBX timeout 15 python3 $here/lib/two_requests.py 203.0.113.10 80 tenant-a.airlock.test tenant-a.airlock.test keepalive | grep -c ' 200 ') == 2 ]]"
 expect "  the connection's line counts them (the allowed ones have no lines of their own)" \
-  line event=connect name=tenant-a.airlock.test verdict=allow 'notes~=requests:2'
+  line event=close name=tenant-a.airlock.test verdict=allow 'notes~=requests:2'
 
 # Upgrade: refused on :80 (http), passed on a port that carries any.
 upgrade() {  # ADDR PORT HOST: the answer's status line, then what came back for "ping"

@@ -105,7 +105,7 @@ while (b := c.recv(4096)):
     answer += b
 print(answer.decode().strip())'
 expect "  its line: allowed, 100 000 bytes up" \
-  line event=connect dst=203.0.113.10:2230 verdict=allow bytes_up=100000
+  line event=close dst=203.0.113.10:2230 verdict=allow bytes_up=100000
 expect "the origin half-closes after its greeting: the client reads it and an end, and still sends" \
   body_is "hello|eof" world_sbx timeout 10 python3 -c '
 import socket
@@ -157,7 +157,7 @@ read -r how took <"$W/vanished" || true
 echo "vanished origin: the client saw '$how' after ${took:-?} s (idle timeout ${IDLE} s)"
 expect "a connection whose origin vanished is closed at the client by the idle timeout" \
   test "$how" = eof -o "$how" = reset
-expect "  its line says idle_timeout" line event=connect dst=203.0.113.10:2230 verdict=allow 'notes~=idle_timeout'
+expect "  its line says idle_timeout" line event=close dst=203.0.113.10:2230 verdict=allow 'notes~=idle_timeout'
 for _ in $(seq 50); do (($(open_fds) <= fds_before)) && break; sleep 0.1; done
 expect "  and airlock holds no more descriptors than before it ($fds_before)" test "$(open_fds)" -le "$fds_before"
 ip netns exec "$NET" nft delete table inet vanish
@@ -276,6 +276,6 @@ import json, sys
 r, idle = json.load(open(sys.argv[1])), float(sys.argv[2])
 sys.exit(0 if r["first"] >= idle - 0.2 and r["last"] <= idle + 6 else 1)' "$W/idle.json" "$IDLE"
 expect "  each with its line: allowed, 5 bytes up, idle_timeout" \
-  line --count "$TUNNELS" --wait 10 event=connect dst=203.0.113.10:2233 verdict=allow bytes_up=5 'notes~=idle_timeout'
+  line --count "$TUNNELS" --wait 10 event=close dst=203.0.113.10:2233 verdict=allow bytes_up=5 'notes~=idle_timeout'
 expect "airlock serves as before" works
 check_summary

@@ -216,7 +216,7 @@ expect "  its connect line: upstream_unreachable, allowed by the rule but not re
 expect "a connection the origin ends with a FIN ends with a FIN at the client" body_is eof world_tcp_ending 203.0.113.10 22
 expect "one the origin resets is reset at the client too, not ended cleanly" body_is reset world_tcp_ending 203.0.113.10 2224
 expect "  its connect line: allowed, and says the upstream reset it" \
-  line event=connect proto=tcp dst=203.0.113.10:2224 verdict=allow reason=host_allowed notes~=upstream_reset
+  line event=close proto=tcp dst=203.0.113.10:2224 verdict=allow reason=host_allowed notes~=upstream_reset
 expect_not "ssh-like TCP to an address no DNS answer gave out is refused" world_tcp_probe $ATTACKER_IP 22
 expect "  its connect line: no_name" line event=connect proto=tcp dst=$ATTACKER_IP:22 verdict=deny reason=no_name
 
@@ -231,7 +231,7 @@ for l in lines:
     o = json.loads(l)
     missing = [f for f in fields if f not in o]
     assert not missing, (missing, l)
-    if o["event"] == "connect":
+    if o["event"] in ("connect", "close"):
         for f in ("bytes_up", "bytes_down", "duration_ms"):
             assert f in o, (f, l)
 print(len(lines), "lines checked")

@@ -12,10 +12,10 @@
 
 using namespace airlock;
 
-TEST_CASE("a connect line has every contract field, null where it does not apply") {
+TEST_CASE("a close line has every contract field, null where it does not apply") {
   core::decision_record r;
   r.ts = std::chrono::system_clock::time_point(std::chrono::microseconds(1764676800123456));
-  r.event = core::event_kind::connect;
+  r.event = core::event_kind::close;
   r.session = "s1";
   r.client = "198.51.100.2:40000";
   r.name = "example.com";
@@ -30,11 +30,21 @@ TEST_CASE("a connect line has every contract field, null where it does not apply
   r.bytes_down = 20;
   r.duration_ms = 3;
   CHECK(core::render_json_line(r) ==
-        "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"event\":\"connect\",\"session\":\"s1\",\"labels\":{},"
+        "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"schema\":2,\"event\":\"close\",\"session\":\"s1\",\"labels\":{},"
         "\"tool_call\":null,\"client\":\"198.51.100.2:40000\",\"name\":\"example.com\",\"dst\":\"203.0.113.66:443\","
         "\"upstream\":\"203.0.113.10:443\",\"proto\":\"tls\",\"verdict\":\"allow\",\"reason\":\"dst_mismatch\","
         "\"rule\":\"airlock.yaml:14\",\"conn\":7,\"policy\":null,\"policy_version\":null,\"process\":null,\"bytes_up\":10,"
         "\"bytes_down\":20,\"duration_ms\":3}\n");
+}
+
+TEST_CASE("every line names its schema, second after ts") {
+  for (auto kind : {core::event_kind::dns, core::event_kind::connect, core::event_kind::http, core::event_kind::close,
+                    core::event_kind::session}) {
+    core::decision_record r;
+    r.event = kind;
+    const auto line = core::render_json_line(r);
+    CHECK(line.find("Z\",\"schema\":2,\"event\":\"" + std::string(core::to_string(kind)) + "\"") != std::string::npos);
+  }
 }
 
 TEST_CASE("hostile bytes in a name cannot break the line or its encoding") {
@@ -81,7 +91,7 @@ TEST_CASE("a session close line carries totals and no decision") {
   r.bytes_down = 2000;
   r.duration_ms = 1500;
   CHECK(core::render_json_line(r) ==
-        "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"event\":\"session\",\"session\":\"sbx-1\",\"labels\":{},"
+        "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"schema\":2,\"event\":\"session\",\"session\":\"sbx-1\",\"labels\":{},"
         "\"tool_call\":null,\"client\":null,\"name\":null,\"dst\":null,\"upstream\":null,\"proto\":null,"
         "\"verdict\":null,\"reason\":null,\"rule\":null,\"conn\":null,\"action\":\"close\",\"policy\":\"npm\","
         "\"mode\":null,\"sources\":[\"198.18.0.2/32\"],\"dns_queries\":3,\"connections_allowed\":2,"

@@ -41,3 +41,31 @@ TEST_CASE("sessions that come and go add no series: a session's own policy count
   CHECK(metrics::policy_label("session:abc") == "session");
   CHECK(metrics::policy_label("closed") == "closed");
 }
+
+TEST_CASE("a connection counts once, by its decision; its bytes come with its close line") {
+  metrics m;
+  decision_record r;
+  r.event = event_kind::connect;
+  r.verdict = airlock::policy::verdict::allow;
+  r.reason = airlock::policy::reason::host_allowed;
+  r.proto = "tls";
+  r.policy = "default";
+  m.count(r);
+  r.event = event_kind::close;
+  r.bytes_up = 100;
+  r.bytes_down = 2000;
+  m.count(r);
+  auto text = m.render({});
+  CHECK(decision_series(text) == 1);  // the close is no decision
+  CHECK(text.find("event=\"close\"") == std::string::npos);
+  CHECK(text.find("airlock_relayed_bytes_total{direction=\"down\"} 2000") != std::string::npos);
+  // A connection a budget cut: its close is a deny, and counted as one.
+  r.verdict = airlock::policy::verdict::deny;
+  r.reason = airlock::policy::reason::limit_exceeded;
+  r.bytes_down = 1;
+  m.count(r);
+  text = m.render({});
+  CHECK(decision_series(text) == 2);
+  CHECK(text.find("event=\"close\"") != std::string::npos);
+  CHECK(text.find("airlock_relayed_bytes_total{direction=\"down\"} 2001") != std::string::npos);
+}

@@ -97,7 +97,12 @@ TEST_CASE("a runtime session with extra allowances gets its own policy, and lose
   d.verdict = policy::verdict::allow;
   d.bytes_down = 7;
   f.registry->emit(d);
+  d.event = core::event_kind::close;  // an allowed connection's end: its bytes, not another connection
+  d.bytes_up = 3;
+  d.bytes_down.reset();
+  f.registry->emit(d);
   d.event = core::event_kind::dns;
+  d.bytes_up.reset();
   f.registry->emit(d);
   CHECK(f.log.lines.back().labels == core::label_list{{"repo", "acme/web"}});
   CHECK(f.log.lines.back().tool_call == "call-7");
@@ -107,7 +112,7 @@ TEST_CASE("a runtime session with extra allowances gets its own policy, and lose
   CHECK(totals->connections_denied == 1);
   CHECK(totals->connections_allowed == 1);
   CHECK(totals->dns_queries == 1);
-  CHECK(totals->bytes_up == 10);
+  CHECK(totals->bytes_up == 13);
   CHECK(totals->bytes_down == 7);
   const auto& close = f.log.lines.back();
   CHECK(close.action == "close");

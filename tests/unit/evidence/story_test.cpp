@@ -200,3 +200,50 @@ TEST_CASE("a connection whose name is not the one its DNS query asked for says s
   CHECK(s.steps[0].children[0].name_differs_from_dns);
   CHECK(render_text(s).find("     not the name the DNS query above asked for\n") != std::string::npos);
 }
+
+TEST_CASE("schema 2: a connection's decision, its requests and its close line are one step, joined by conn") {
+  const auto s = build_story(feed_all("s", R"({"ts":"2026-12-02T10:00:00.000000Z","schema":2,"event":"session","session":"s","action":"open","policy":"p","sources":[]}
+{"ts":"2026-12-02T10:00:01.000000Z","schema":2,"event":"dns","session":"s","name":"a.test","verdict":"allow","reason":"host_allowed","qtype":"A","answers":["203.0.113.5"]}
+{"ts":"2026-12-02T10:00:02.000000Z","schema":2,"event":"connect","session":"s","tool_call":"call-41","name":"a.test","dst":"203.0.113.5:443","proto":"tls","verdict":"allow","reason":"host_allowed","rule":"airlock.yaml:3","conn":7,"duration_ms":1,"notes":["inspected"]}
+{"ts":"2026-12-02T10:00:03.000000Z","schema":2,"event":"http","session":"s","tool_call":"call-41","name":"a.test","dst":"203.0.113.5:443","verdict":"allow","reason":"host_allowed","conn":7,"method":"GET","path":"/x","status":200}
+{"ts":"2026-12-02T10:00:09.000000Z","schema":2,"event":"close","session":"s","tool_call":"call-42","name":"a.test","dst":"203.0.113.5:443","proto":"tls","verdict":"allow","reason":"host_allowed","conn":7,"bytes_up":100,"bytes_down":2048,"duration_ms":7000,"notes":["client_reset"]}
+{"ts":"2026-12-02T10:00:10.000000Z","schema":2,"event":"connect","session":"s","name":"a.test","dst":"203.0.113.5:443","proto":"tls","verdict":"allow","reason":"host_allowed","conn":8,"duration_ms":1}
+{"ts":"2026-12-02T10:00:11.000000Z","schema":2,"event":"close","session":"s","name":"a.test","dst":"203.0.113.5:443","proto":"tls","verdict":"deny","reason":"limit_exceeded","conn":8,"bytes_up":70000,"bytes_down":0,"duration_ms":1000,"notes":["limit:session_bytes_up","cut_open_connection"]}
+{"ts":"2026-12-02T10:00:12.000000Z","schema":2,"event":"connect","session":"s","name":"a.test","dst":"203.0.113.5:443","proto":"tls","verdict":"allow","reason":"host_allowed","conn":9,"duration_ms":1})"));
+  REQUIRE(s.steps.size() == 2);  // the session open, the DNS query (its connections under it)
+  const auto& dns = s.steps[1];
+  REQUIRE(dns.children.size() == 3);
+  const auto& first = dns.children[0];
+  REQUIRE(first.closed.has_value());
+  CHECK(first.closed->bytes_down == 2048u);
+  REQUIRE(first.children.size() == 1);  // its request, written after its decision
+  CHECK(s.counted.connections_allowed == 3);
+  CHECK(s.counted.connections_denied == 0);
+  CHECK(s.counted.bytes_up == 70100);
+  // The cut is a denial, said by its close line.
+  REQUIRE(s.denials().size() == 1);
+  CHECK(s.denials()[0]->denial()->reason == "limit_exceeded");
+  const auto text = render_text(s);
+  check_in_order(text, {"connect tls a.test 203.0.113.5:443\n", "allow host_allowed (rule airlock.yaml:3)\n",
+                        "tool call call-41\n", "notes: inspected\n",
+                        "closed 10:00:09.000: 100 B up, 2.0 KiB down, 7.0 s\n", "by then tool call call-42\n",
+                        "notes: client_reset\n", "GET /x -> 200\n",
+                        "closed 10:00:11.000: 68.4 KiB up, 0 B down, 1.0 s; DENY limit_exceeded (cut on its way)\n",
+                        "no close line: open when the log ends, or airlock stopped before it closed\n",
+                        "1 denial:\n", "DENY 2026-12-02 10:00:11.000 close a.test 203.0.113.5:443 limit_exceeded\n"});
+  const auto j = to_json(s);
+  CHECK(j.at("steps").at(1).at("children").at(0).at("close").at("bytes_down").as_int64() == 2048);
+  CHECK(j.at("steps").at(1).at("children").at(2).at("close").is_null());
+}
+
+TEST_CASE("conn ids restart with the daemon: a close joins the connection of its own run") {
+  const auto s = build_story(feed_all("s", R"({"ts":"2026-12-02T10:00:00.000000Z","schema":2,"event":"session","session":"s","action":"open","policy":"p","sources":[]}
+{"ts":"2026-12-02T10:00:01.000000Z","schema":2,"event":"connect","session":"s","dst":"203.0.113.5:22","verdict":"allow","conn":1}
+{"ts":"2026-12-02T10:00:05.000000Z","schema":2,"event":"session","session":"s","action":"open","policy":"p","sources":[]}
+{"ts":"2026-12-02T10:00:06.000000Z","schema":2,"event":"connect","session":"s","dst":"203.0.113.6:22","verdict":"allow","conn":1}
+{"ts":"2026-12-02T10:00:07.000000Z","schema":2,"event":"close","session":"s","dst":"203.0.113.6:22","verdict":"allow","conn":1,"bytes_up":5,"bytes_down":6,"duration_ms":1000})"));
+  REQUIRE(s.steps.size() == 4);
+  CHECK_FALSE(s.steps[1].closed.has_value());  // the first run's connection 1 never closed
+  REQUIRE(s.steps[3].closed.has_value());
+  CHECK(s.steps[3].closed->bytes_up == 5u);
+}

@@ -1,0 +1,128 @@
+// A connection's lines: a denial's one line on its way out; an allowed connection's
+// decision line when it is decided, and its close line (same conn, the rest) at its end.
+#include "proxy/limits.hpp"
+#include "proxy/steps.hpp"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+namespace {
+
+using namespace airlock;
+using proxy::steps::emit_once;
+using proxy::steps::relayed_line;
+
+struct collect final : core::decision_sink {
+  std::vector<core::decision_record> lines;
+  void emit(const core::decision_record& r) noexcept override { lines.push_back(r); }
+};
+
+core::decision_record allowed_connection() {
+  core::decision_record r;
+  r.event = core::event_kind::connect;
+  r.conn = 42;
+  r.session = "s";
+  r.name = "example.com";
+  r.verdict = policy::verdict::allow;
+  r.reason = policy::reason::host_allowed;
+  r.notes = {"name_from_dns_answer"};
+  return r;
+}
+
+TEST_CASE("a denial has one line, written on the way out") {
+  collect sink;
+  {
+    core::decision_record r = allowed_connection();
+    emit_once line{sink, r};
+    r.verdict = policy::verdict::deny;
+    CHECK(sink.lines.empty());
+  }
+  REQUIRE(sink.lines.size() == 1);
+  CHECK(sink.lines[0].event == core::event_kind::connect);
+  CHECK(sink.lines[0].duration_ms.has_value());
+}
+
+TEST_CASE("a served connection's decision is written when decided, its close at the end with what came after") {
+  collect sink;
+  {
+    core::decision_record r = allowed_connection();
+    emit_once line{sink, r};
+    line.decide();
+    REQUIRE(sink.lines.size() == 1);
+    CHECK(sink.lines[0].event == core::event_kind::connect);
+    CHECK(sink.lines[0].notes == std::vector<std::string>{"name_from_dns_answer"});
+    CHECK_FALSE(sink.lines[0].bytes_up.has_value());
+    line.decide();  // once only
+    CHECK(sink.lines.size() == 1);
+    r.notes.push_back("requests:2");
+    r.bytes_up = 10;
+    r.bytes_down = 20;
+  }
+  REQUIRE(sink.lines.size() == 2);
+  const auto& close = sink.lines[1];
+  CHECK(close.event == core::event_kind::close);
+  CHECK(close.conn == 42);
+  CHECK(close.verdict == policy::verdict::allow);
+  CHECK(close.notes == std::vector<std::string>{"requests:2"});
+  CHECK(close.bytes_up == 10);
+  CHECK(close.bytes_down == 20);
+  CHECK(close.ts >= sink.lines[0].ts);
+}
+
+TEST_CASE("a relayed connection's decision is written when the relay takes it; its close carries the relay's outcome") {
+  collect sink;
+  policy::limits_config l;
+  proxy::limiter lim(l);
+  auto ticket = lim.accept();
+  {
+    relayed_line relayed(sink);
+    {
+      core::decision_record r = allowed_connection();
+      emit_once line{sink, r};
+      relayed.take(line);
+    }
+    REQUIRE(sink.lines.size() == 1);  // the decision, not a second line when the judge returned
+    CHECK(sink.lines[0].event == core::event_kind::connect);
+    proxy::relay_totals totals;
+    totals.up = 5;
+    totals.down = 7;
+    totals.idle_timeout = true;
+    relayed.relayed(totals, 3, ticket);
+  }
+  REQUIRE(sink.lines.size() == 2);
+  const auto& close = sink.lines[1];
+  CHECK(close.event == core::event_kind::close);
+  CHECK(close.conn == 42);
+  CHECK(close.name == "example.com");
+  CHECK(close.bytes_up == 8);  // the first bytes sent before the relay too
+  CHECK(close.bytes_down == 7);
+  CHECK(close.notes == std::vector<std::string>{"idle_timeout"});
+}
+
+TEST_CASE("a relayed connection cut by a budget closes as a deny that says so") {
+  collect sink;
+  policy::limits_config l;
+  proxy::limiter lim(l);
+  auto ticket = lim.accept();
+  {
+    relayed_line relayed(sink);
+    {
+      core::decision_record r = allowed_connection();
+      emit_once line{sink, r};
+      relayed.take(line);
+    }
+    proxy::relay_totals totals;
+    totals.cut = true;
+    relayed.relayed(totals, 0, ticket);
+  }
+  REQUIRE(sink.lines.size() == 2);
+  CHECK(sink.lines[0].verdict == policy::verdict::allow);
+  CHECK(sink.lines[1].event == core::event_kind::close);
+  CHECK(sink.lines[1].verdict == policy::verdict::deny);
+  CHECK(sink.lines[1].reason == policy::reason::limit_exceeded);
+  CHECK(std::find(sink.lines[1].notes.begin(), sink.lines[1].notes.end(), "cut_open_connection") !=
+        sink.lines[1].notes.end());
+}
+
+}  // namespace

@@ -22,6 +22,14 @@ std::optional<boost::asio::ip::address> address_of(const wire::record& rr) {
   return std::nullopt;
 }
 
+bool answers_question(const wire::message& m, const policy::domain_name& name, std::uint16_t qtype) {
+  if (!m.hdr.qr() || m.questions.size() != 1) return false;
+  const auto& q = m.questions.front();
+  if (q.qtype != qtype || q.qclass != wire::class_in) return false;
+  const auto asked = wire::name_from_text(name.str());
+  return asked.has_value() && q.qname.equals_ignore_case(*asked);
+}
+
 std::optional<resolved> find_cached(answer_cache& cache, const policy::domain_name& name, std::uint16_t qtype) {
   auto hit = cache.find(name.str(), qtype, answer_cache::clock::now());
   if (!hit) return std::nullopt;
@@ -35,7 +43,8 @@ boost::system::result<resolved, resolve_error> take_answer(answer_cache& cache, 
                                                            std::uint16_t qtype, const raw_answer& raw) {
   if (!raw.has_value()) return raw.error();
   auto parsed = wire::parse_message(std::as_bytes(std::span(raw->data(), raw->size())));
-  if (!parsed.has_value()) return resolve_error::bad_answer;  // never cached, never passed on
+  if (!parsed.has_value() || !answers_question(*parsed, name, qtype))
+    return resolve_error::bad_answer;  // never cached, never passed on
   cache.store(name.str(), qtype, *parsed, answer_cache::clock::now());
   return resolved{std::move(*parsed), false};
 }

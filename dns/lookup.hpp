@@ -60,6 +60,12 @@ std::vector<boost::asio::ip::address> cached_addresses_of(answer_cache& cache, c
 boost::asio::awaitable<address_list> lookup_addresses(resolver& r, answer_cache& cache, const policy::domain_name& name,
                                                       ask_first first = ask_first::a);
 
+// Whether `m` is a reply to exactly this question (one question, this name in any case,
+// this type, class IN). c-ares matches a reply to its query by id and question already; this
+// is checked again, so that no resolver library version can let an answer for another
+// question be cached or handed out under this name.
+bool answers_question(const wire::message& m, const policy::domain_name& name, std::uint16_t qtype);
+
 // The A/AAAA address of a record, if it is one.
 std::optional<boost::asio::ip::address> address_of(const wire::record& rr);
 

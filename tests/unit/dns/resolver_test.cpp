@@ -1,6 +1,7 @@
 // The resolver against a real UDP socket on loopback (port 0): a tiny upstream that
 // counts questions and answers each after a delay, so concurrent identical questions are
 // still outstanding when the second one is asked.
+#include "dns/lookup.hpp"
 #include "dns/resolver.hpp"
 #include "dns/wire.hpp"
 
@@ -80,4 +81,33 @@ TEST_CASE("identical questions in flight share one upstream query; distinct ones
   io.run_for(std::chrono::seconds(3));
   CHECK(answers.size() == 4);
   CHECK(upstream.questions == 2);
+}
+
+TEST_CASE("an upstream reply is taken only for the question asked: one question, its name in any case, its type") {
+  namespace wire = airlock::dns::wire;
+  const auto name = airlock::policy::domain_name::parse("www.example.test");
+  REQUIRE(name.has_value());
+  auto reply = [](std::string_view qname, std::uint16_t qtype) {
+    wire::message m;
+    m.hdr.flags = wire::flag::qr;
+    m.questions.push_back({*wire::name_from_text(qname), qtype, wire::class_in});
+    return m;
+  };
+  using airlock::dns::answers_question;
+  CHECK(answers_question(reply("www.example.test", wire::type::a), *name, wire::type::a));
+  CHECK(answers_question(reply("WWW.Example.TEST", wire::type::a), *name, wire::type::a));
+  CHECK_FALSE(answers_question(reply("other.example.test", wire::type::a), *name, wire::type::a));
+  CHECK_FALSE(answers_question(reply("www.example.test", wire::type::aaaa), *name, wire::type::a));
+  auto query = reply("www.example.test", wire::type::a);
+  query.hdr.flags = 0;  // QR=0: a query, not a reply
+  CHECK_FALSE(answers_question(query, *name, wire::type::a));
+  auto two = reply("www.example.test", wire::type::a);
+  two.questions.push_back(two.questions.front());
+  CHECK_FALSE(answers_question(two, *name, wire::type::a));
+  auto none = reply("www.example.test", wire::type::a);
+  none.questions.clear();
+  CHECK_FALSE(answers_question(none, *name, wire::type::a));
+  auto chaos = reply("www.example.test", wire::type::a);
+  chaos.questions.front().qclass = 3;
+  CHECK_FALSE(answers_question(chaos, *name, wire::type::a));
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Evidence: a session registered through the control API gets its labels and tool call on
-# every line, exactly one line per decision, and its totals on the close event; the control
-# socket is owner-only and reloads with FILE:LINE:COL errors; /metrics agrees with the log;
+# every line, exactly one line per decision (and a close line per allowed connection), and
+# its totals on the session's close event; the control socket is owner-only and reloads with
+# FILE:LINE:COL errors; /metrics agrees with the log;
 # and a full disk under the log costs lines (counted and reported), never enforcement.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -18,16 +18,21 @@ std::size_t decision_series(const std::string& text) {
   return n;
 }
 
-}  // namespace
-
-TEST_CASE("sessions that come and go add no series: a session's own policy counts as 'session'") {
-  metrics m;
+decision_record allowed_tls_connection() {
   decision_record r;
   r.event = event_kind::connect;
   r.verdict = airlock::policy::verdict::allow;
   r.reason = airlock::policy::reason::host_allowed;
   r.proto = "tls";
   r.policy = "default";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("sessions that come and go add no series: a session's own policy counts as 'session'") {
+  metrics m;
+  auto r = allowed_tls_connection();
   m.count(r);
   // 1,000 sessions registered with --allow, each with a policy of its own.
   for (int i = 0; i < 1000; ++i) {
@@ -44,12 +49,7 @@ TEST_CASE("sessions that come and go add no series: a session's own policy count
 
 TEST_CASE("a connection counts once, by its decision; its bytes come with its close line") {
   metrics m;
-  decision_record r;
-  r.event = event_kind::connect;
-  r.verdict = airlock::policy::verdict::allow;
-  r.reason = airlock::policy::reason::host_allowed;
-  r.proto = "tls";
-  r.policy = "default";
+  auto r = allowed_tls_connection();
   m.count(r);
   r.event = event_kind::close;
   r.bytes_up = 100;

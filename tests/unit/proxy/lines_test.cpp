@@ -30,6 +30,26 @@ core::decision_record allowed_connection() {
   return r;
 }
 
+// The lines of an allowed connection judged, handed to the relay and relayed to `totals`
+// (after `sent_up` first bytes); the decision must be out before the relay starts.
+collect relayed_connection(const proxy::relay_totals& totals, std::uint64_t sent_up) {
+  collect sink;
+  policy::limits_config l;
+  proxy::limiter lim(l);
+  auto ticket = lim.accept();
+  {
+    relayed_line relayed(sink);
+    {
+      core::decision_record r = allowed_connection();
+      emit_once line{sink, r};
+      relayed.take(line);
+    }
+    CHECK(sink.lines.size() == 1);  // the decision, and no second line when the judge returned
+    relayed.relayed(totals, sent_up, ticket);
+  }
+  return sink;
+}
+
 TEST_CASE("a denial has one line, written on the way out") {
   collect sink;
   {
@@ -71,26 +91,13 @@ TEST_CASE("a served connection's decision is written when decided, its close at 
 }
 
 TEST_CASE("a relayed connection's decision is written when the relay takes it; its close carries the relay's outcome") {
-  collect sink;
-  policy::limits_config l;
-  proxy::limiter lim(l);
-  auto ticket = lim.accept();
-  {
-    relayed_line relayed(sink);
-    {
-      core::decision_record r = allowed_connection();
-      emit_once line{sink, r};
-      relayed.take(line);
-    }
-    REQUIRE(sink.lines.size() == 1);  // the decision, not a second line when the judge returned
-    CHECK(sink.lines[0].event == core::event_kind::connect);
-    proxy::relay_totals totals;
-    totals.up = 5;
-    totals.down = 7;
-    totals.idle_timeout = true;
-    relayed.relayed(totals, 3, ticket);
-  }
+  proxy::relay_totals totals;
+  totals.up = 5;
+  totals.down = 7;
+  totals.idle_timeout = true;
+  const auto sink = relayed_connection(totals, 3);
   REQUIRE(sink.lines.size() == 2);
+  CHECK(sink.lines[0].event == core::event_kind::connect);
   const auto& close = sink.lines[1];
   CHECK(close.event == core::event_kind::close);
   CHECK(close.conn == 42);
@@ -101,21 +108,9 @@ TEST_CASE("a relayed connection's decision is written when the relay takes it; i
 }
 
 TEST_CASE("a relayed connection cut by a budget closes as a deny that says so") {
-  collect sink;
-  policy::limits_config l;
-  proxy::limiter lim(l);
-  auto ticket = lim.accept();
-  {
-    relayed_line relayed(sink);
-    {
-      core::decision_record r = allowed_connection();
-      emit_once line{sink, r};
-      relayed.take(line);
-    }
-    proxy::relay_totals totals;
-    totals.cut = true;
-    relayed.relayed(totals, 0, ticket);
-  }
+  proxy::relay_totals totals;
+  totals.cut = true;
+  const auto sink = relayed_connection(totals, 0);
   REQUIRE(sink.lines.size() == 2);
   CHECK(sink.lines[0].verdict == policy::verdict::allow);
   CHECK(sink.lines[1].event == core::event_kind::close);

@@ -316,7 +316,8 @@ class text_renderer {
       if (auto b = bytes_and_time(c); !b.empty()) end += ": " + b;
       if (c.is_cut()) end += "; " + marker(c.verdict) + " " + printable(c.reason) + " (cut on its way)";
       lines.push_back(end);
-      if (c.tool_call != e.tool_call && !c.tool_call.empty()) lines.push_back("  by then tool call " + printable(c.tool_call));
+      if (c.tool_call != e.tool_call && !c.tool_call.empty())
+        lines.push_back("  by then tool call " + printable(c.tool_call));
       notes_line(lines, "  notes:", c.notes);
     }
     return lines;

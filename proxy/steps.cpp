@@ -43,6 +43,14 @@ std::uint64_t milliseconds_since(std::chrono::steady_clock::time_point t) noexce
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count());
 }
 
+// What the decision line said and the close line does not repeat: its first `decided_notes`
+// notes and the process.
+void forget_decided(core::decision_record& rec, std::size_t decided_notes) {
+  const auto n = static_cast<std::ptrdiff_t>(std::min(decided_notes, rec.notes.size()));
+  rec.notes.erase(rec.notes.begin(), rec.notes.begin() + n);
+  rec.process_json.clear();
+}
+
 }  // namespace
 
 void emit_once::decide() {
@@ -53,11 +61,11 @@ void emit_once::decide() {
   decided_notes = record.notes.size();
 }
 
-void make_close_line(core::decision_record& rec, std::size_t decided_notes, std::chrono::steady_clock::time_point started) {
+void make_close_line(core::decision_record& rec, std::size_t decided_notes,
+                     std::chrono::steady_clock::time_point started) {
   rec.event = core::event_kind::close;
   rec.ts = std::chrono::system_clock::now();
-  rec.notes.erase(rec.notes.begin(), rec.notes.begin() + static_cast<std::ptrdiff_t>(std::min(decided_notes, rec.notes.size())));
-  rec.process_json.clear();  // said on the decision line
+  forget_decided(rec, decided_notes);
   rec.duration_ms = milliseconds_since(started);
 }
 
@@ -364,8 +372,7 @@ void relayed_line::take(emit_once& line) {
   line.decide();
   // The close line needs neither the decision's notes nor its process: not kept.
   auto& rec = line.record;
-  rec.notes.erase(rec.notes.begin(), rec.notes.begin() + static_cast<std::ptrdiff_t>(*line.decided_notes));
-  rec.process_json.clear();
+  forget_decided(rec, *line.decided_notes);
   packed_ = pack(rec);
 #ifndef NDEBUG
   if (core::render_json_line(unpack(packed_)) != core::render_json_line(rec)) {

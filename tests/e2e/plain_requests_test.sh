@@ -62,20 +62,7 @@ expect "  the connection's line counts them (the allowed ones have no lines of t
 
 # Upgrade: refused on :80 (http), passed on a port that carries any.
 upgrade() {  # ADDR PORT HOST: the answer's status line, then what came back for "ping"
-  world_sbx timeout 10 python3 -c '
-import socket, sys
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-s.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n" % sys.argv[3]).encode())
-head = b""
-while b"\r\n\r\n" not in head:
-    more = s.recv(4096)
-    if not more:
-        break
-    head += more
-print(head.split(b"\r\n")[0].decode())
-if b" 101 " in head:
-    s.sendall(b"ping")
-    print(s.recv(4096).decode())' "$@"
+  world_sbx timeout 10 python3 "$here/lib/speak.py" "$1" "$2" upgrade "$3"
 }
 expect "an Upgrade on :80 gets 403" body_is "HTTP/1.1 403 Forbidden" upgrade 203.0.113.10 80 ws.airlock.test
 expect "  denied protocol_not_allowed, upgrade:websocket" \

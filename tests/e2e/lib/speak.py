@@ -3,7 +3,9 @@
 the first line of the answer, "closed" (a FIN before any byte), "reset", or, for TLS,
 "tls-ok" / "tls-refused: WHY".
 
-    speak.py ADDR PORT opaque|http HOST|tls-sni NAME|tls-nosni [--proxy PROXY_ADDR:PORT]
+    speak.py ADDR PORT opaque|http HOST|upgrade HOST|tls-sni NAME|tls-nosni [--proxy PROXY_ADDR:PORT]
+
+upgrade: a WebSocket Upgrade request; after a 101, "ping" is sent and the echo printed too.
 
 With --proxy the connection is a CONNECT ADDR:PORT tunnel through airlock's explicit
 listener first ("connect: STATUS" is printed when it is not 200). TLS trusts the CA in
@@ -16,6 +18,16 @@ import sys
 
 def first_line(data):
     return data.split(b"\r\n")[0].decode(errors="replace") if data else "closed"
+
+
+def read_head(s):
+    head = b""
+    while b"\r\n\r\n" not in head:
+        more = s.recv(4096)
+        if not more:
+            break
+        head += more
+    return head
 
 
 def main():
@@ -31,13 +43,7 @@ def main():
         phost, _, pport = proxy.rpartition(":")
         s = socket.create_connection((phost, int(pport)), timeout=5)
         s.sendall(f"CONNECT {addr}:{port} HTTP/1.1\r\nHost: {addr}:{port}\r\n\r\n".encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            more = s.recv(1024)
-            if not more:
-                break
-            head += more
-        status = first_line(head)
+        status = first_line(read_head(s))
         if " 200 " not in status + " ":
             print("connect: " + status)
             return
@@ -55,6 +61,14 @@ def main():
                 print("tls-ok")
             except (ssl.SSLError, OSError) as e:
                 print("tls-refused: " + type(e).__name__)
+            return
+        if kind == "upgrade":
+            s.sendall(f"GET / HTTP/1.1\r\nHost: {arg}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n".encode())
+            head = read_head(s)
+            print(first_line(head))
+            if b" 101 " in head:
+                s.sendall(b"ping")
+                print(s.recv(4096).decode())
             return
         if kind == "opaque":
             s.sendall(b"SSH-2.0-sandbox\r\n")

@@ -4,6 +4,7 @@
 #include "policy/special_addresses.hpp"
 #include "proxy/judge.hpp"
 #include "proxy/original_dst.hpp"
+#include "proxy/plain_requests.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/served_connection.hpp"
 #include "proxy/sniff.hpp"
@@ -27,12 +28,13 @@ using steps::refuse_over_limit;
 using steps::text;
 
 // Steps 1 to 7 of handle_connection: everything up to the relay. True when the connection
-// is allowed, `upstream` connected, the client's first bytes sent on (`sent_up`) and the
-// line handed to `line`; false when it was refused or served to its end here.
+// is allowed, `upstream` connected, the client's first bytes sent on (`plan.sent_up`; a
+// plain-HTTP connection's through the gate in `plan`) and the line handed to `line`; false
+// when it was refused or served to its end here.
 template <interception how>
 asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
                                         proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
-                                        std::uint64_t& sent_up) {
+                                        steps::relay_plan& plan) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
@@ -145,6 +147,12 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       plain.upgrades = d.protocol == policy::port_protocol::any;
       plain.log_requests = d.inspect || session->policy->redirects_from(*name);
       plain.granted = d.reason == reason::redirect_allowed;
+      if (!served_not_relayed(plain)) {
+        // Named, not a temporary in the co_await (GCC 12 destroys those twice).
+        std::shared_ptr<const policy::compiled_policy> judging(snap, session->policy);
+        co_return co_await start_judged_relay(client, first.bytes, plain, std::move(judging), upstream, ctx, guard, line,
+                                              plan);
+      }
       co_await serve_plain_http(client, first, plain, guard, ctx, ticket);
       co_return false;
     }
@@ -152,7 +160,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
 
   // 7. Connect; the client's first bytes go first (most often with the connect's check).
   if (!co_await steps::connect_and_send_first(client, upstream, ctx, *session->policy, name ? &*name : nullptr, targets,
-                                              port, first.bytes, sniffed::kind::unknown, guard, sent_up))
+                                              port, first.bytes, sniffed::kind::unknown, guard, plan.sent_up))
     co_return false;
   line.take(guard);
   co_return true;

@@ -7,6 +7,7 @@
 #include "core/deadline.hpp"
 #include "proxy/http_head.hpp"
 #include "proxy/judge.hpp"
+#include "proxy/plain_requests.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/served_connection.hpp"
 #include "proxy/sniff.hpp"
@@ -102,10 +103,11 @@ asio::awaitable<std::optional<sniffed>> judge_tunnel_bytes(tcp::socket& client, 
 
 // Everything up to the relay (see handle_connection for why the split): true when a
 // tunnel or a forwarded request is allowed, `upstream` connected, what the client sent so
-// far written on (`sent_up`) and the line handed to `line`.
+// far written on (`plan.sent_up`; plain HTTP's through the gate in `plan`) and the line
+// handed to `line`.
 asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
                                         proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
-                                        std::uint64_t& sent_up) {
+                                        steps::relay_plan& plan) {
   core::decision_record rec;
   rec.event = core::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
@@ -205,11 +207,17 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       target.upgrades = carried == policy::port_protocol::any;
       target.log_requests = session->policy->redirects_from(*name);
       target.granted = rec.reason == reason::redirect_allowed;
+      if (!served_not_relayed(target)) {
+        // Named, not a temporary in the co_await (GCC 12 destroys those twice).
+        std::shared_ptr<const policy::compiled_policy> judging(snap, session->policy);
+        co_return co_await start_judged_relay(client, inside->bytes, target, std::move(judging), upstream, ctx, guard, line,
+                                              plan);
+      }
       co_await serve_plain_http(client, *inside, target, guard, ctx, ticket);
       co_return false;
     }
     if (!co_await steps::connect_and_send_first(client, upstream, ctx, *session->policy, name ? &*name : nullptr,
-                                                targets, port, inside->bytes, inside->type, guard, sent_up))
+                                                targets, port, inside->bytes, inside->type, guard, plan.sent_up))
       co_return false;
     line.take(guard);
     co_return true;
@@ -249,7 +257,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     up += wn;
     if (wec) co_return false;
   }
-  sent_up = up;
+  plan.sent_up = up;
   line.take(guard);
   co_return true;
 }

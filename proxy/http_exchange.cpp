@@ -2,6 +2,7 @@
 
 #include "core/deadline.hpp"
 #include "proxy/http_head.hpp"
+#include "proxy/judge.hpp"
 #include "proxy/location.hpp"
 #include "proxy/served_streams.hpp"
 #include "proxy/steps.hpp"
@@ -16,7 +17,6 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/serializer.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include <algorithm>
@@ -158,19 +158,12 @@ bool bodiless(unsigned status, bool head_request) {
   return head_request || status / 100 == 1 || status == 204 || status == 304;
 }
 
-// A refusal on a served connection: the status, the JSON body the proxy's other refusals
-// carry, and Connection: close (the next request comes on a new, separately judged connection).
+// A refusal on a served connection (steps::refusal_response): the next request comes on a
+// new, separately judged connection.
 template <typename Stream>
 asio::awaitable<void> answer_refusal(Stream& s, unsigned status, const core::decision_record& rec) {
-  http::response<http::string_body> res{static_cast<http::status>(status), 11};
-  res.set(http::field::content_type, "application/json");
-  res.set(http::field::connection, "close");
-  res.set("X-Airlock-Reason", policy::to_string(rec.reason));
-  res.body() = "{\"reason\":" + core::json_quote(policy::to_string(rec.reason)) +
-               ",\"rule\":" + core::json_quote(rec.rule) + ",\"name\":" + core::json_quote(rec.name) +
-               ",\"session\":" + core::json_quote(rec.session) + "}\n";
-  res.prepare_payload();
-  co_await http::async_write(s, res, nothrow);
+  const auto response = steps::refusal_response(status, rec);
+  co_await asio::async_write(s, asio::buffer(response), nothrow);
 }
 
 // Copies one message's body from `from` to `to` behind a header already written by `sr`,
@@ -327,7 +320,8 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
     boost::system::error_code pec;
     req.put(asio::buffer(from_client.data().data(), req_head->head_size), pec);
     from_client.consume(req_head->head_size);
-    const bool framed = !pec && req.is_header_done() && plain_framing(req.get().base());
+    const bool framed = !pec && req.is_header_done() && plain_framing(req.get().base()) &&
+                        req_head->body != http_head::body::ambiguous;
     if (!framed) {
       rec.reason = reason::parse_error;
       if (!pec && req.is_header_done()) rec.notes.push_back("ambiguous_framing");
@@ -337,48 +331,16 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
     }
 
     // 2. Judge it: the connection's name, then the rule's methods and paths.
-    auto host = policy::domain_name::parse(req_head->host);
-    bool same_host = host.has_value() && *host == x.name && (!req_head->port || *req_head->port == x.port);
-    if (!x.tls) {
-      std::string named = req_head->host + ":" + std::to_string(req_head->port.value_or(x.port));
-      std::transform(named.begin(), named.end(), named.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (totals.requests == 0) plain_host = named;
-      same_host = named == plain_host;
-    }
-    policy::decision d;
-    unsigned refusal = 403;
-    // A request that switches protocols (an Upgrade, or CONNECT inside the connection)
-    // would carry on unjudged: only a port that carries `any` may.
-    const bool switching = req_head->method == "CONNECT" || req.get().count(http::field::upgrade) > 0;
-    if (!same_host) {
-      // The first request of a TLS connection naming another host than its SNI is
-      // fronting; a later one is a client reusing the connection for another name:
-      // 421 sends it to open a new connection, judged on its own. Plain HTTP/1.1 clients
-      // never reuse a connection for another host: there a change of host is refused.
-      if (x.tls && totals.requests == 0) {
-        d = {verdict::deny, reason::sni_host_mismatch, "default"};
-      } else {
-        d = {verdict::deny, reason::misdirected, "default"};
-        refusal = x.tls ? 421 : 403;
-        if (!x.tls) rec.notes.push_back("host_changed");
-      }
-    } else if (switching && !(x.upgrades && !x.tls)) {
-      d = {verdict::deny, reason::protocol_not_allowed, "default"};
-      rec.notes.push_back(req_head->method == "CONNECT"
-                              ? std::string("method:CONNECT")
-                              : "upgrade:" + std::string(req.get()[http::field::upgrade]));
-    } else {
-      d = x.granted ? policy::decision{verdict::allow, reason::redirect_allowed, x.connection.rule}
-                    : x.policy.decide_request(x.name, x.port, req_head->method, target);
-      if (d.reason == reason::parse_error) refusal = 400;
-    }
+    const request_scope scope{x.policy, x.name, x.port, x.tls, x.upgrades, x.granted, x.connection.rule};
+    const auto d = judge_request(*req_head, scope, totals.requests, plain_host);
+    const bool switching = d.switching;
+    if (!d.note.empty()) rec.notes.push_back(d.note);
     rec.verdict = d.verdict;
     rec.reason = d.reason;
     rec.rule = std::string(d.rule);
     if (d.verdict == verdict::deny) {
-      rec.status = refusal;
-      co_await answer_refusal(client, refusal, rec);
+      rec.status = d.refusal;
+      co_await answer_refusal(client, d.refusal, rec);
       co_return totals;
     }
     // The connection's line stands for an ordinary allowed request; a switch is logged.

@@ -119,7 +119,35 @@ struct head {
   std::string_view target;
   std::optional<std::string_view> host_header;
   std::size_t size = 0;
+  bool http11 = false;
+  int content_lengths = 0;
+  std::optional<std::uint64_t> content_length;  // the last one's value, when it is a number
+  int transfer_encodings = 0;
+  std::string_view transfer_encoding;
+  std::string_view upgrade;
 };
+
+// 1*DIGIT that fits 63 bits: a longer run is no length airlock will frame a body by.
+std::optional<std::uint64_t> parse_length(std::string_view s) noexcept {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  std::uint64_t v = 0;
+  for (const char c : s) {
+    if (!is_digit(c)) return std::nullopt;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return v;
+}
+
+http_head::body framing(const head& h) noexcept {
+  if (h.transfer_encodings > 0) {
+    const bool chunked = h.transfer_encodings == 1 && h.http11 && h.content_lengths == 0 &&
+                         iequals(h.transfer_encoding, "chunked");
+    return chunked ? body::chunked : body::ambiguous;
+  }
+  if (h.content_lengths == 0) return body::none;
+  if (h.content_lengths > 1 || !h.content_length) return body::ambiguous;
+  return body::length;
+}
 
 enum class match { ok, short_input, bad };
 
@@ -158,6 +186,7 @@ scanned scan_head(std::string_view w) noexcept {
   if (m == match::ok) {
     if (i == w.size()) return need_more{};
     m = (w[i] == '0' || w[i] == '1') ? match::ok : match::bad;
+    h.http11 = w[i] == '1';
     ++i;
   }
   if (m == match::ok) m = expect(w, i, "\r\n");
@@ -193,6 +222,14 @@ scanned scan_head(std::string_view w) noexcept {
       // RFC 9112 3.2: more than one Host is rejected, even when the values agree.
       if (h.host_header) return failed{error::conflicting_host};
       h.host_header = value;
+    } else if (iequals(name, "content-length")) {
+      ++h.content_lengths;
+      h.content_length = parse_length(value);
+    } else if (iequals(name, "transfer-encoding")) {
+      ++h.transfer_encodings;
+      h.transfer_encoding = value;
+    } else if (iequals(name, "upgrade")) {
+      h.upgrade = value;
     }
   }
 }
@@ -259,6 +296,9 @@ result parse(std::span<const std::byte> bytes, std::size_t max_size) noexcept {
   out.method.assign(h.method);
   out.target.assign(h.target);
   out.head_size = h.size;
+  out.body = framing(h);
+  if (out.body == body::length) out.content_length = *h.content_length;
+  out.upgrade.assign(h.upgrade);
   return out;
 }
 

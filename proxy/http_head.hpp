@@ -24,6 +24,12 @@ inline constexpr std::size_t default_max_size = 64 * 1024;
 // Longer runs of capitals are not a method we will ever forward (the longest registered is 17).
 inline constexpr std::size_t max_method_size = 32;
 
+// How a request's body ends (RFC 9112 6): a request without Content-Length or
+// Transfer-Encoding has none. `ambiguous` is anything two parsers may frame differently
+// (request smuggling): Transfer-Encoding other than exactly one "chunked" on HTTP/1.1
+// without Content-Length, more than one Content-Length, or one that is not a number.
+enum class body { none, length, chunked, ambiguous };
+
 struct request {
   std::string method;                 // e.g. GET, CONNECT
   std::string target;                 // request-target as sent
@@ -31,6 +37,9 @@ struct request {
   std::optional<std::uint16_t> port;  // explicit port when one was given
   bool absolute_form = false;         // target was http://host[:port]/...
   std::size_t head_size = 0;          // bytes up to and including the blank line
+  http_head::body body = http_head::body::none;
+  std::uint64_t content_length = 0;   // body::length: its bytes
+  std::string upgrade;                // the Upgrade header's value, as sent (empty: none)
 };
 struct need_more {};  // a prefix of a request head: read more and call again with everything so far
 struct not_http {};   // does not start like an HTTP/1.x request line

@@ -2,6 +2,8 @@
 
 #include "policy/redirect_check.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <utility>
 
 namespace airlock::proxy {
@@ -160,6 +162,47 @@ judgement judge_tunnel(const sniffed& first, const judgement& granted, std::stri
     return j;
   }
   return with_spoken(judge_host(host, port, {}, policy, nullptr, spoken), first);
+}
+
+request_judgement judge_request(const http_head::request& r, const request_scope& scope, std::uint64_t number,
+                                std::string& plain_host) {
+  request_judgement j;
+  const auto host = policy::domain_name::parse(r.host);
+  bool same_host = host.has_value() && *host == scope.name && (!r.port || *r.port == scope.port);
+  if (!scope.tls) {
+    std::string named = r.host + ":" + std::to_string(r.port.value_or(scope.port));
+    std::transform(named.begin(), named.end(), named.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (number == 0) plain_host = named;
+    same_host = named == plain_host;
+  }
+  j.switching = r.method == "CONNECT" || !r.upgrade.empty();
+  if (!same_host) {
+    // Plain HTTP/1.1 clients never reuse a connection for another host: there a change of
+    // host is refused. A TLS client may (its certificate covers both): 421 sends it to a
+    // new connection, judged on its own.
+    if (scope.tls && number == 0) {
+      j.reason = reason::sni_host_mismatch;
+    } else {
+      j.reason = reason::misdirected;
+      j.refusal = scope.tls ? 421 : 403;
+      if (!scope.tls) j.note = "host_changed";
+    }
+    return j;
+  }
+  if (j.switching && !(scope.upgrades && !scope.tls)) {
+    j.reason = reason::protocol_not_allowed;
+    j.note = r.method == "CONNECT" ? std::string("method:CONNECT") : "upgrade:" + r.upgrade;
+    return j;
+  }
+  const auto d = scope.granted ? policy::decision{verdict::allow, reason::redirect_allowed, scope.granted_rule}
+                               : scope.policy.decide_request(scope.name, scope.port, r.method,
+                                                             http_head::origin_target(r.target, r.absolute_form));
+  j.verdict = d.verdict;
+  j.reason = d.reason;
+  j.rule = d.rule;
+  if (d.reason == reason::parse_error) j.refusal = 400;
+  return j;
 }
 
 }  // namespace airlock::proxy

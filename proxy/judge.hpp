@@ -9,6 +9,7 @@
 #include "policy/redirect_grants.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/first_bytes.hpp"
+#include "proxy/http_head.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
@@ -73,5 +74,37 @@ judgement judge_transparent(const sniffed& first, const boost::asio::ip::address
 // through (used up by then) carries a web request, TLS or HTTP, and nothing else.
 judgement judge_tunnel(const sniffed& first, const judgement& granted, std::string_view host, std::uint16_t port,
                        const policy::compiled_policy& policy);
+
+// A connection that carries requests (plain HTTP, or TLS airlock terminates), as it was
+// judged: each of its requests is judged again by judge_request.
+struct request_scope {
+  const policy::compiled_policy& policy;
+  const policy::domain_name& name;  // the connection's: SNI, or its first request's Host
+  std::uint16_t port;
+  bool tls;
+  bool upgrades;  // the port carries `any`: a request may switch protocols (plain HTTP only)
+  // Let through by a followed redirect's allowance: its requests for the same host stand
+  // on that (`granted_rule`), not on a rule.
+  bool granted = false;
+  std::string_view granted_rule = {};
+};
+
+struct request_judgement {
+  policy::verdict verdict = policy::verdict::deny;
+  policy::reason reason = policy::reason::internal_error;
+  std::string_view rule = "default";
+  unsigned refusal = 403;  // the status a denial is answered with
+  bool switching = false;  // an Upgrade, or CONNECT inside the connection
+  std::string note;        // why, beyond the reason (host_changed, upgrade:websocket...)
+};
+
+// The `number`th request (0: the first) of a connection in `scope`. Its host must be the
+// connection's: on TLS the SNI's (a first request naming another is fronting, a later one
+// is sent to a connection of its own with 421); on plain HTTP the first request's, as
+// written with its port (`plain_host` keeps it), and a change is refused 403. A request
+// that switches protocols passes only a plain port that carries `any`. Then the rule's
+// methods and paths, by the origin-form target.
+request_judgement judge_request(const http_head::request& r, const request_scope& scope, std::uint64_t number,
+                                std::string& plain_host);
 
 }  // namespace airlock::proxy

@@ -151,11 +151,12 @@ template <typename Handler>
 class relay_op : private core::deadline_watch::entry {
  public:
   relay_op(Handler handler, tcp::socket& client, tcp::socket& upstream, clock::duration idle_limit,
-           relay_meter* meter)
+           relay_meter* meter, request_gate* gate)
       : handler_(std::move(handler)),
         watch_(core::deadline_watch::of(client.get_executor())),
         idle_limit_(idle_limit),
         meter_(meter),
+        gate_(gate),
         ways_{way{client, upstream, true, &relay_op::edge_ready<0>, this},
               way{upstream, client, false, &relay_op::edge_ready<1>, this}} {}
 
@@ -177,7 +178,12 @@ class relay_op : private core::deadline_watch::entry {
     }
     on_due = [](core::deadline_watch::entry& e) { static_cast<relay_op&>(e).timed_out(); };
     watch_.watch(*this, idle_limit_, ways_[0].from.get_executor());
-    first_wait(0);
+    // A gate that refused a request among the first bytes: only the answers to the ones
+    // before it are still to come.
+    if (gate_ != nullptr && gate_->refused() != 0)
+      refused(ways_[0]);
+    else
+      first_wait(0);
     first_wait(1);
   }
 
@@ -199,10 +205,12 @@ class relay_op : private core::deadline_watch::entry {
     bool splice_ok = true;    // splice was not refused (EINVAL) for this pair
     bool full = false;        // this step's read took all it asked for: more may be waiting
     bool eof_next = false;    // `from` said EOF behind this step's bytes
+    bool refused_next = false;  // the gate refused a request behind this step's bytes
     int reset_next = 0;       // `from` reset (or failed) behind this step's bytes: the errno
     int in_a_row = 0;         // steps since this way last waited for the loop
     std::size_t pending = 0;  // read from `from`, not yet written to `to`
     std::size_t moved = 0;    // this step's bytes
+    const std::byte* out = nullptr;  // where they are: the buffer, or what the gate admitted
     std::unique_ptr<pipe_pair> pipe;      // only while bytes are in it
     std::unique_ptr<copy_buffer> buffer;  // the same
 #if AIRLOCK_EDGE_WAIT
@@ -361,11 +369,21 @@ class relay_op : private core::deadline_watch::entry {
       if (more < 0 && !would_block() && errno != EINTR) w.reset_next = errno;
     }
     w.pending = w.moved = got;
+    w.out = w.buffer->bytes.data();
     // Bytes behind an urgent byte are read at once, as after a full read; any other short
     // read emptied the socket.
     w.full = got == asked || left == after_short_read::read_again;
     w.drained = got < asked && left != after_short_read::read_again;
-    if (got == w.buffer->bytes.size()) w.bulk = true;
+    if (gated(w)) {
+      // What goes up is what the gate admits (maybe bytes it held back from earlier reads),
+      // at most what the meter allows a step.
+      const auto admitted = gate_->admit(std::span<const std::byte>(w.buffer->bytes.data(), got));
+      w.pending = w.moved = std::min(admitted.size(), step_limit);
+      w.out = admitted.data();
+      w.refused_next = gate_->refused() != 0;
+    } else if (got == w.buffer->bytes.size()) {
+      w.bulk = true;
+    }
     flush(i);
   }
 
@@ -391,7 +409,7 @@ class relay_op : private core::deadline_watch::entry {
       const auto offset = w.moved - w.pending;
       const auto out = w.pipe ? ::splice(w.pipe->read, nullptr, w.to.native_handle(), nullptr, w.pending,
                                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
-                              : ::send(w.to.native_handle(), w.buffer->bytes.data() + offset, w.pending,
+                              : ::send(w.to.native_handle(), w.out + offset, w.pending,
                                        MSG_DONTWAIT | MSG_NOSIGNAL | (w.eof_next ? MSG_MORE : 0));
       if (out > 0) {
         w.pending -= static_cast<std::size_t>(out);
@@ -402,6 +420,7 @@ class relay_op : private core::deadline_watch::entry {
       w.drained = false;  // the loop polls before `from` is read again
       return wait_writable(i);
     }
+    if (gated(w)) gate_->passed();
     w.let_go();  // empty: every byte that went in came out
     stepped(i);
   }
@@ -418,15 +437,30 @@ class relay_op : private core::deadline_watch::entry {
       totals_.cut = true;
       return end_with_reset();
     }
+    if (w.refused_next) return refused(w);
     if (w.eof_next) return eof(w);  // the FIN joins the bytes held back by MSG_MORE
     if (w.reset_next != 0) return failed(w, w.from, w.reset_next);
-    if (std::exchange(w.full, false) && moved && ++w.in_a_row < max_steps_in_a_row) return readable(i, {});
+    // (A gate may have held a full read back whole: more may be waiting all the same.)
+    if (std::exchange(w.full, false) && (moved || gated(w)) && ++w.in_a_row < max_steps_in_a_row)
+      return readable(i, {});
     w.in_a_row = 0;
     wait_readable(i);
   }
 
+  bool gated(const way& w) const noexcept { return gate_ != nullptr && w.up; }
+
+  // The gate refused a request: nothing more from the client. The upstream hears a FIN
+  // after what went on, and its answers to that still come back; the client is left open.
+  void refused(way& w) {
+    refusing_ = true;
+    boost::system::error_code ignored;
+    w.to.shutdown(tcp::socket::shutdown_send, ignored);
+    finish(w);
+  }
+
   void eof(way& w) {
     boost::system::error_code ignored;
+    if (refusing_) return finish(w);  // the upstream is done: the client hears the refusal next
     if (!other(w).done) {
       w.to.shutdown(tcp::socket::shutdown_send, ignored);  // pass the half-close on
       return finish(w);
@@ -480,6 +514,8 @@ class relay_op : private core::deadline_watch::entry {
   core::deadline_watch& watch_;
   clock::duration idle_limit_;
   relay_meter* meter_;
+  request_gate* gate_;
+  bool refusing_ = false;  // the gate refused: the client is left open when the relay ends
   relay_totals totals_{};
   int holds_ = 0;
   std::array<way, 2> ways_;  // [0] client -> upstream, [1] upstream -> client
@@ -488,10 +524,10 @@ class relay_op : private core::deadline_watch::entry {
 }  // namespace
 
 asio::awaitable<relay_totals> relay(tcp::socket& client, tcp::socket& upstream, clock::duration idle_limit,
-                                    relay_meter* meter) {
+                                    relay_meter* meter, request_gate* gate) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(relay_totals)>(
-      [&client, &upstream, idle_limit, meter](auto handler) {
-        auto* op = new relay_op<decltype(handler)>(std::move(handler), client, upstream, idle_limit, meter);
+      [&client, &upstream, idle_limit, meter, gate](auto handler) {
+        auto* op = new relay_op<decltype(handler)>(std::move(handler), client, upstream, idle_limit, meter, gate);
         op->start();
       },
       asio::use_awaitable);

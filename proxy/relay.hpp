@@ -23,6 +23,8 @@
 // relay() is a single asynchronous operation driven by completion handlers, not a
 // coroutine per direction joined with && and || (that shape weighed several KiB per
 // connection; see proxy/README.md, "Memory per idle connection").
+#include "proxy/request_gate.hpp"
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -53,12 +55,18 @@ class relay_meter {
   virtual std::uint64_t room(bool /*up*/) const noexcept { return std::numeric_limits<std::uint64_t>::max(); }
 };
 
+// With a gate (proxy/request_gate.hpp), the client's bytes go up only as the gate admits
+// them: that way copies through its buffer and never splices. Once the gate refuses a
+// request, nothing more is read from the client; the upstream is shut for sending, and
+// the relay ends when it has closed (having answered what went on before) or the idle
+// limit passes, leaving the client open to hear the refusal.
+//
 // Relays until both ways are done, the idle limit passes or the meter cuts. When it ends
 // with a reset (`totals.reset`, or a cut), both sockets come back closed: that close is what
 // sent the resets. When both ways ended with a FIN they come back closed too (the last FIN
 // is sent by the close). After the idle limit they are left open, shut both ways.
 boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
                                            std::chrono::steady_clock::duration idle_limit,
-                                           relay_meter* meter = nullptr);
+                                           relay_meter* meter = nullptr, request_gate* gate = nullptr);
 
 }  // namespace airlock::proxy

@@ -5,6 +5,7 @@
 #include "dns/lookup.hpp"
 #include "policy/own_addresses.hpp"
 #include "proxy/own_socket.hpp"
+#include "proxy/plain_requests.hpp"
 #include "proxy/relay.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -98,6 +99,20 @@ void start_probe(proxy_context& ctx, emit_once& line, tcp::socket& accepted, con
                                          accepted.get_executor());
 }
 
+std::string refusal_response(unsigned status, const core::decision_record& rec) {
+  const char* text = status == 400   ? "Bad Request"
+                     : status == 421 ? "Misdirected Request"
+                     : status == 502 ? "Bad Gateway"
+                                     : "Forbidden";
+  const std::string body = "{\"reason\":" + core::json_quote(policy::to_string(rec.reason)) +
+                           ",\"rule\":" + core::json_quote(rec.rule) + ",\"name\":" + core::json_quote(rec.name) +
+                           ",\"session\":" + core::json_quote(rec.session) + "}\n";
+  return "HTTP/1.1 " + std::to_string(status) + " " + text +
+         "\r\nContent-Type: application/json\r\nConnection: close\r\nX-Airlock-Reason: " +
+         std::string(policy::to_string(rec.reason)) + "\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
 asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, emit_once& line) {
   if (line.probe.active()) {
     line.record.process_json = co_await line.probe.json(std::chrono::milliseconds(100));
@@ -112,13 +127,7 @@ asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, emit_on
     client.shutdown(tcp::socket::shutdown_send, ignored);
   } else if (channel == sniffed::kind::http) {
     const bool upstream_failed = rec.reason == reason::resolve_failed || rec.reason == reason::upstream_unreachable;
-    const std::string body = "{\"reason\":" + core::json_quote(policy::to_string(rec.reason)) +
-                             ",\"rule\":" + core::json_quote(rec.rule) + ",\"name\":" + core::json_quote(rec.name) +
-                             ",\"session\":" + core::json_quote(rec.session) + "}\n";
-    std::string response = std::string(upstream_failed ? "HTTP/1.1 502 Bad Gateway" : "HTTP/1.1 403 Forbidden") +
-                           "\r\nContent-Type: application/json\r\nConnection: close\r\nX-Airlock-Reason: " +
-                           std::string(policy::to_string(rec.reason)) +
-                           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    const auto response = refusal_response(upstream_failed ? 502 : 403, rec);
     co_await asio::async_write(client, asio::buffer(response), nothrow);
     client.shutdown(tcp::socket::shutdown_send, ignored);
   } else {
@@ -395,6 +404,7 @@ relayed_line::~relayed_line() {
   try {
     auto rec = unpack(packed_);
     make_close_line(rec, 0, started_);
+    if (!note_.empty()) rec.notes.push_back(std::move(note_));
     if (totals_) {
       rec.bytes_up = totals_->up;
       rec.bytes_down = totals_->down;
@@ -519,14 +529,23 @@ asio::awaitable<void> refuse_unreached(tcp::socket& client, sniffed::kind channe
   co_await refuse(client, channel, line);
 }
 
+relay_plan::relay_plan() = default;
+relay_plan::~relay_plan() = default;
+
 asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, proxy_context& ctx, judge_fn judge) {
   auto ticket = ctx.limits.accept();
   relayed_line line(ctx.log);
   tcp::socket upstream(client.get_executor());
-  std::uint64_t sent_up = 0;
-  if (!co_await judge(client, peer, upstream, ctx, ticket, line, sent_up)) co_return;
-  const auto totals = co_await relay(client, upstream, idle_limit(ctx), &ticket);
-  line.relayed(totals, sent_up, ticket);
+  relay_plan plan;
+  if (!co_await judge(client, peer, upstream, ctx, ticket, line, plan)) co_return;
+  auto* gate = plan.requests ? &plan.requests->gate() : nullptr;
+  const auto totals = co_await relay(client, upstream, idle_limit(ctx), &ticket, gate);
+  line.relayed(totals, plan.sent_up, ticket);
+  if (gate) {
+    // Allowed requests have no lines of their own: the connection's close line counts them.
+    line.note("requests:" + std::to_string(gate->requests()));
+    if (gate->refused() != 0) co_await plan.requests->answer(client);
+  }
 }
 
 }  // namespace airlock::proxy::steps

@@ -15,12 +15,17 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
+#include <memory>
 #include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace airlock::proxy {
+class plain_requests;
+}
 
 namespace airlock::proxy::steps {
 
@@ -72,6 +77,8 @@ class relayed_line {
   void take(emit_once& line);
   // What the relay did: bytes (those sent before it included), an idle timeout, a cut.
   void relayed(const relay_totals& totals, std::uint64_t sent_up, const limiter::ticket& ticket) noexcept;
+  // A note for the close line (requests:N).
+  void note(std::string n) noexcept { note_ = std::move(n); }
 
  private:
   core::decision_sink& sink_;
@@ -79,6 +86,16 @@ class relayed_line {
   std::chrono::steady_clock::time_point started_{};
   std::optional<relay_totals> totals_;
   std::string_view spent_;  // the budget a cut connection spent
+  std::string note_;
+};
+
+// What a judged connection hands its relay: the client's bytes already sent up, and for
+// plain HTTP relayed as bytes the gate its requests pass (proxy/plain_requests.hpp).
+struct relay_plan {
+  relay_plan();
+  ~relay_plan();
+  std::uint64_t sent_up = 0;
+  std::unique_ptr<plain_requests> requests;
 };
 
 // A connection's life after its accept, for both listeners: `judge` reads, decides and
@@ -89,7 +106,7 @@ using judge_fn = boost::asio::awaitable<bool> (*)(boost::asio::ip::tcp::socket& 
                                                   const boost::asio::ip::tcp::endpoint& peer,
                                                   boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,
                                                   limiter::ticket& ticket, relayed_line& line,
-                                                  std::uint64_t& sent_up);
+                                                  relay_plan& plan);
 boost::asio::awaitable<void> judge_then_relay(boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::endpoint peer,
                                               proxy_context& ctx, judge_fn judge);
 
@@ -111,6 +128,10 @@ void start_probe(proxy_context& ctx, emit_once& line, boost::asio::ip::tcp::sock
 // first (at most 100 ms): the refused client is still there to be named, and a denial is
 // what an operator most wants attributed. Allowed traffic never waits for it.
 boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffed::kind channel, emit_once& line);
+
+// The HTTP refusal: `status` (400, 403, 421 or 502), Connection: close, the reason in
+// X-Airlock-Reason and a JSON body naming reason, rule, name and session.
+std::string refusal_response(unsigned status, const core::decision_record& rec);
 
 // Admits a connection of `session`: the limit it is over, or empty. The first is the log's:
 // while it cannot record, nothing new goes out (log.when_unwritable: refuse), whatever the

@@ -22,7 +22,8 @@ bool same(const hh::result& a, const hh::result& b) {
     const auto& rb = std::get<hh::request>(b);
     return ra->method == rb.method && ra->target == rb.target && ra->host == rb.host &&
            ra->port == rb.port && ra->absolute_form == rb.absolute_form &&
-           ra->head_size == rb.head_size;
+           ra->head_size == rb.head_size && ra->body == rb.body && ra->content_length == rb.content_length &&
+           ra->upgrade == rb.upgrade;
   }
   return true;
 }

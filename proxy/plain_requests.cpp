@@ -73,8 +73,13 @@ unsigned plain_requests::request(const http_head::request& r, std::uint64_t numb
   return refused(std::move(rec), j.refusal);
 }
 
-unsigned plain_requests::refuse(request_gate::unframed why, std::uint64_t) {
+unsigned plain_requests::refuse(request_gate::unframed why, const http_head::request* head, std::uint64_t) {
   auto rec = line_for();
+  if (head != nullptr) {
+    rec.method = head->method;
+    rec.path = head->target;
+    rec.name = head->host;
+  }
   rec.reason = why == request_gate::unframed::head_too_large ? reason::too_large : reason::parse_error;
   if (why == request_gate::unframed::ambiguous_framing) rec.notes.push_back("ambiguous_framing");
   if (why == request_gate::unframed::malformed_chunk) rec.notes.push_back("malformed_chunk");

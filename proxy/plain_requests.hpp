@@ -39,7 +39,7 @@ class plain_requests final : private request_gate::judge {
 
  private:
   unsigned request(const http_head::request& r, std::uint64_t number) override;
-  unsigned refuse(request_gate::unframed why, std::uint64_t number) override;
+  unsigned refuse(request_gate::unframed why, const http_head::request* head, std::uint64_t number) override;
   core::decision_record line_for() const;
   unsigned refused(core::decision_record rec, unsigned status);
 

@@ -43,7 +43,7 @@ std::size_t request_gate::walk(std::span<const std::byte> bytes) {
         const auto fed = chunks_.feed(rest);
         if (fed.malformed) {
           // The body's bytes before the wrong one went on as they came, however it was split.
-          refused_ = judge_.refuse(unframed::malformed_chunk, requests_ - 1);
+          refused_ = judge_.refuse(unframed::malformed_chunk, nullptr, requests_ - 1);
           return at + fed.used;
         }
         at += fed.used;
@@ -63,11 +63,11 @@ std::size_t request_gate::walk(std::span<const std::byte> bytes) {
       const auto* f = std::get_if<http_head::failed>(&parsed);
       refused_ = judge_.refuse(f && f->why == http_head::error::too_large ? unframed::head_too_large
                                                                           : unframed::malformed_head,
-                               requests_);
+                               nullptr, requests_);
       return at;
     }
     if (r->body == http_head::body::ambiguous) {
-      refused_ = judge_.refuse(unframed::ambiguous_framing, requests_);
+      refused_ = judge_.refuse(unframed::ambiguous_framing, r, requests_);
       return at;
     }
     if ((refused_ = judge_.request(*r, requests_)) != 0) return at;

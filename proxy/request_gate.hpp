@@ -31,8 +31,9 @@ class request_gate {
     // A whole head, the `number`th (0: the first): 0 lets it and its body through, else
     // the status of its refusal.
     virtual unsigned request(const http_head::request& r, std::uint64_t number) = 0;
-    // Bytes where the `number`th request should be that cannot be framed: the refusal's status.
-    virtual unsigned refuse(unframed why, std::uint64_t number) = 0;
+    // Bytes where the `number`th request should be that cannot be framed: the refusal's
+    // status. `head`: the request whose framing is ambiguous (else none was parsed).
+    virtual unsigned refuse(unframed why, const http_head::request* head, std::uint64_t number) = 0;
   };
 
   explicit request_gate(judge& j) noexcept : judge_(j) {}

@@ -2,7 +2,8 @@
 # Every request of a plain-HTTP connection is judged, not only its first. Two names share
 # the origin's address (a CDN's tenants); a kept-alive or pipelined second request that
 # names the other one gets a 403 and its own line, and the connection ends: the origin
-# never serves it. The same request alone, on a connection of its own, is judged by its
+# never serves it. Bodies are framed (Content-Length, chunked), so a head inside a body is
+# no request and a head after one is judged; a request framed ambiguously gets a 400. The same request alone, on a connection of its own, is judged by its
 # own name. A request that would switch protocols (Upgrade) is refused where the port does
 # not carry `any`, and relayed as such where it does.
 set -euo pipefail
@@ -53,8 +54,20 @@ for mode in keepalive pipelined; do
   expect "$mode: the second (tenant-b, same connection) gets 403" grep -q '^2: HTTP/1.1 403' <<<"$out"
   expect "$mode:   the origin never answered for tenant-b" bash -c '! grep -q "hello to tenant-b" <<<"$0"' "$out"
 done
+out=$(two 203.0.113.10 80 tenant-a.airlock.test tenant-b.airlock.test chunked || true)
+expect "chunked: a POST with a chunked body is answered" grep -q '^1: HTTP/1.1 200' <<<"$out"
+expect "chunked:   the request for tenant-b after its body gets 403" grep -q '^2: HTTP/1.1 403' <<<"$out"
 expect "  each refused with its own line: misdirected, host_changed" \
-  line --count 2 event=http name=tenant-b.airlock.test verdict=deny reason=misdirected status=403 'notes~=host_changed'
+  line --count 3 event=http name=tenant-b.airlock.test verdict=deny reason=misdirected status=403 'notes~=host_changed'
+out=$(two 203.0.113.10 80 tenant-a.airlock.test tenant-b.airlock.test in-body || true)
+expect "in-body: a request for tenant-b inside a POST's body is only a body" grep -q '^1: HTTP/1.1 200' <<<"$out"
+expect "in-body:   and the request for tenant-a after it is answered" grep -q '^2: HTTP/1.1 200 OK | origin says hello to tenant-a' <<<"$out"
+expect "  no line judged that body as a request" line --count 3 event=http name=tenant-b.airlock.test
+out=$(two 203.0.113.10 80 tenant-a.airlock.test tenant-b.airlock.test ambiguous || true)
+expect "ambiguous: Content-Length with Transfer-Encoding gets 400, the origin never sees it" \
+  grep -q '^1: HTTP/1.1 400' <<<"$out"
+expect "  parse_error, ambiguous_framing" line event=http name=tenant-a.airlock.test verdict=deny reason=parse_error \
+  status=400 'notes~=ambiguous_framing'
 expect "two requests for the same host on one connection both pass" \
   bash -c "[[ \$(ip netns exec $SBX timeout 15 python3 $here/lib/two_requests.py 203.0.113.10 80 tenant-a.airlock.test tenant-a.airlock.test keepalive | grep -c ' 200 ') == 2 ]]"
 expect "  the connection's line counts them (the allowed ones have no lines of their own)" \

@@ -28,7 +28,7 @@ struct judge final : request_gate::judge {
     hosts.push_back(r.host);
     return !r.host.empty() && r.host[0] == 'x' ? 403 : 0;
   }
-  unsigned refuse(request_gate::unframed, std::uint64_t) override { return 400; }
+  unsigned refuse(request_gate::unframed, const hh::request*, std::uint64_t) override { return 400; }
 };
 
 struct outcome {

@@ -31,7 +31,7 @@ struct recording_judge final : request_gate::judge {
     hosts.push_back(r.host);
     return r.host == "other.example" ? 403 : 0;
   }
-  unsigned refuse(request_gate::unframed why, std::uint64_t) override {
+  unsigned refuse(request_gate::unframed why, const hh::request*, std::uint64_t) override {
     unframed_seen.push_back(why);
     return 400;
   }

@@ -623,3 +623,60 @@ TEST_CASE("relay: a loop torn down while a way waits for the next edge of a sock
   }
   CHECK(unwound);
 }
+
+namespace {
+
+// Refuses requests for other.example.
+struct host_judge final : airlock::proxy::request_gate::judge {
+  unsigned request(const airlock::proxy::http_head::request& r, std::uint64_t) override {
+    return r.host == "other.example" ? 403 : 0;
+  }
+  unsigned refuse(airlock::proxy::request_gate::unframed, const airlock::proxy::http_head::request*,
+                  std::uint64_t) override {
+    return 400;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("relay: with a gate, a large body goes up whole, and after a refused request only the answers before it") {
+  wiring w(either_way());
+  host_judge judge;
+  airlock::proxy::request_gate gate(judge);
+  std::optional<relay_totals> totals;
+  spawn(w.io, [](wiring& ws, airlock::proxy::request_gate& g, std::optional<relay_totals>& t) -> asio::awaitable<void> {
+    t = co_await relay(ws.relay_client, ws.relay_upstream, 5s, nullptr, &g);
+  }(w, gate, totals));
+  const std::string body = pattern(200000, 'b');  // more than the copy buffer: the way stays a copy
+  const std::string post = "POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: 200000\r\n\r\n" + body;
+  const std::string refused = "GET / HTTP/1.1\r\nHost: other.example\r\n\r\n";
+  std::string at_client;
+  spawn(w.io, [](wiring& ws, std::string& got, const std::string& first, const std::string& second)
+                  -> asio::awaitable<void> {
+    co_await asio::async_write(ws.client, asio::buffer(first + second), nothrow);
+    got = co_await read_all(ws.client);
+  }(w, at_client, post, refused));
+  std::string at_upstream;
+  boost::system::error_code upstream_end;
+  spawn(w.io, [](wiring& ws, std::string& got, boost::system::error_code& end) -> asio::awaitable<void> {
+    got = co_await read_all(ws.upstream, &end);  // ends at the FIN the refusal sent
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    co_await asio::async_write(ws.upstream, asio::buffer(answer), nothrow);
+    ws.upstream.close();
+  }(w, at_upstream, upstream_end));
+  // The relay ends when the upstream has closed, leaving the client open for the refusal.
+  while (!totals && w.io.run_one_for(10s)) {
+  }
+  REQUIRE(totals.has_value());
+  CHECK(at_upstream == post);
+  CHECK(upstream_end == asio::error::eof);
+  CHECK(gate.refused() == 403);
+  CHECK(gate.requests() == 1);
+  CHECK(totals->up == post.size());
+  REQUIRE(w.relay_client.is_open());
+  const std::string refusal = "HTTP/1.1 403 Forbidden\r\n\r\n";
+  asio::write(w.relay_client, asio::buffer(refusal));
+  w.relay_client.close();
+  w.io.run_for(5s);
+  CHECK(at_client == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n" + refusal);
+}

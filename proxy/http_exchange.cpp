@@ -20,7 +20,6 @@
 #include <boost/beast/http/write.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <array>
 #include <optional>
 #include <span>

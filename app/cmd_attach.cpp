@@ -1,7 +1,7 @@
 // `airlock attach` and `airlock detach`: a namespace made by someone else, behind airlock.
 #include "app/cli.hpp"
 #include "app/launcher_flags.hpp"
-#include "core/session_api.hpp"
+#include "control/session_api.hpp"
 #include "launcher/attach.hpp"
 
 #include <cstdio>
@@ -10,7 +10,7 @@ namespace airlock::app {
 namespace {
 
 boost::system::result<void, std::string> end_session(const std::string& control, const std::string& session) {
-  auto client = core::connect_control(control);
+  auto client = control::connect_control(control);
   if (!client) return client.error();
   if (auto t = (*client)->remove_session(session); !t) return t.error();
   return {};
@@ -34,7 +34,7 @@ int run_attach_command(args a) {
   if (r.failed()) return r.usage_error();
   o.netns = *netns;
   // An attachment outlives this command, so it needs a daemon that does too: no embedded one.
-  auto daemon = core::connect_control(o.control);
+  auto daemon = control::connect_control(o.control);
   if (!daemon) {
     std::fprintf(stderr, "airlock attach: no daemon at %s: %s; start 'airlock daemon' with a control socket first\n",
                  o.control.c_str(), daemon.error().c_str());

@@ -1,6 +1,6 @@
 // `airlock explain` and the log reading both log commands share.
 #include "app/cli.hpp"
-#include "evidence/log_reader.hpp"
+#include "record/log_reader.hpp"
 #include "evidence/story.hpp"
 #include "policy/config.hpp"
 
@@ -14,10 +14,10 @@ namespace airlock::app {
 
 // Reads SESSION's lines from --log (or the default log); prints why it failed and
 // returns the exit code when there is nothing to show.
-std::optional<evidence::session_log> read_session_for(std::string_view command, const std::optional<std::string>& log,
+std::optional<record::session_log> read_session_for(std::string_view command, const std::optional<std::string>& log,
                                                       const std::string& session, int& status) {
   const std::string path = log.value_or(std::string(policy::default_decisions_log));
-  auto read = evidence::read_session(path, session);
+  auto read = record::read_session(path, session);
   if (!read.has_value()) {
     std::fprintf(stderr, "airlock %.*s: %s\n", static_cast<int>(command.size()), command.data(), read.error().c_str());
     status = exit_usage;
@@ -25,7 +25,7 @@ std::optional<evidence::session_log> read_session_for(std::string_view command, 
   }
   if (read->events.empty()) {
     std::fprintf(stderr, "airlock %.*s: no line for session '%s' in %s (%zu lines read)\n",
-                 static_cast<int>(command.size()), command.data(), evidence::printable(session).c_str(), path.c_str(),
+                 static_cast<int>(command.size()), command.data(), record::printable(session).c_str(), path.c_str(),
                  read->lines);
     status = exit_error;
     return std::nullopt;

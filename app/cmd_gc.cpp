@@ -1,7 +1,7 @@
 // `airlock gc`: removes what dead `airlock run`s left behind.
 #include "app/cli.hpp"
 #include "app/launcher_flags.hpp"
-#include "core/session_api.hpp"
+#include "control/session_api.hpp"
 #include "launcher/gc.hpp"
 
 #include <cstdio>
@@ -16,7 +16,7 @@ int run_gc_command(args a) {
   if (r.failed()) return r.usage_error();
   auto end_session = [](const std::string& control,
                         const std::string& session) -> boost::system::result<void, std::string> {
-    auto client = core::connect_control(control);
+    auto client = control::connect_control(control);
     if (!client) return client.error();
     auto totals = (*client)->remove_session(session);
     if (!totals) return totals.error();

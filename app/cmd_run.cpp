@@ -2,7 +2,8 @@
 // embedded one) and hands over to launcher::run_sandbox.
 #include "app/cli.hpp"
 #include "app/launcher_flags.hpp"
-#include "core/session_api.hpp"
+#include "control/session_api.hpp"
+#include "daemon/embedded.hpp"
 #include "launcher/sandbox.hpp"
 #include "policy/units.hpp"
 
@@ -56,7 +57,7 @@ int run_run_command(args a) {
 
   launcher::daemon_source daemons;
   daemons.running = [&]() -> std::optional<launcher::daemon_link> {
-    auto client = core::connect_control(control);
+    auto client = control::connect_control(control);
     if (!client) {
       std::fprintf(stderr, "airlock: %s; starting an embedded daemon for this sandbox\n", client.error().c_str());
       return std::nullopt;
@@ -68,11 +69,11 @@ int run_run_command(args a) {
   };
   daemons.embedded =
       [&](const boost::asio::ip::address_v4& gateway) -> boost::system::result<launcher::daemon_link, std::string> {
-    core::embedded_options eo;
+    daemon::embedded_options eo;
     if (config) eo.config_path = *config;
     if (log) eo.decisions_log = *log;
     eo.listen_address = gateway;
-    auto embedded = core::start_embedded(eo);
+    auto embedded = daemon::start_embedded(eo);
     if (!embedded) return "start an embedded daemon: " + embedded.error();
     return launcher::daemon_link{std::move(*embedded), "an embedded daemon", ""};
   };

@@ -1,13 +1,13 @@
 // `airlock suggest`: the policy a session's log shows it needed, as YAML for review.
 #include "app/cli.hpp"
-#include "evidence/log_reader.hpp"
+#include "record/log_reader.hpp"
 #include "evidence/suggest.hpp"
 
 #include <cstdio>
 
 namespace airlock::app {
 
-std::optional<evidence::session_log> read_session_for(std::string_view command, const std::optional<std::string>& log,
+std::optional<record::session_log> read_session_for(std::string_view command, const std::optional<std::string>& log,
                                                       const std::string& session, int& status);
 
 int run_suggest_command(args a) {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "attribution/socket_key.hpp"
-#include "core/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -38,7 +38,7 @@ class diag_socket {
   exchange_result exchange(const std::vector<std::byte>& request, std::uint32_t seq);
   diag_answer find_udp_by_port(const socket_key& key);
 
-  core::unique_fd fd_;
+  base::unique_fd fd_;
   int open_error_ = 0;
   // A dump arrives in several datagrams of at most a few pages each; 64 KiB holds any of them.
   std::vector<std::byte> buffer_ = std::vector<std::byte>(64 * 1024);

@@ -43,7 +43,7 @@ engine::netns_entry* engine::open(const std::string& path) {
     return &it->second;
   }
 
-  core::unique_fd ns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  base::unique_fd ns(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (!ns || ::fstat(ns.get(), &st) != 0) return nullptr;
   const proc::ns_id id = *identity(st);

@@ -7,7 +7,7 @@
 #include "attribution/proc_scan.hpp"
 #include "attribution/result.hpp"
 #include "attribution/socket_key.hpp"
-#include "core/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 #include <cstdint>
 #include <map>
@@ -51,7 +51,7 @@ class engine {
 
   engine_options options_;
   proc::scanner scanner_;
-  core::unique_fd home_;
+  base::unique_fd home_;
   std::optional<proc::ns_id> home_id_;
   std::map<std::string, netns_entry, std::less<>> namespaces_;
   std::uint64_t uses_ = 0;

@@ -2,7 +2,7 @@
 // query's socket. Lookups run on one worker thread owned by the finder, never on the caller's
 // thread, through a bounded queue; the event loop only posts a request and later gets a result.
 //
-//   auto r = co_await core::with_deadline(
+//   auto r = co_await base::with_deadline(
 //       attribution::async_lookup(finder, "/run/netns/al12-sbx", key, asio::use_awaitable), 50ms);
 //   record.process = r ? render_process_json(*r) : render_process_json(unknown_result(cause::timed_out));
 #pragma once
@@ -82,7 +82,7 @@ class finder {
 
 // Looks up `key` in the namespace at `netns_path` on the finder's worker; completes with the
 // result on the handler's associated executor (the awaiting coroutine's). Cancellation (as
-// core::with_deadline does when its timer wins) completes at once with "timed out", and the
+// base::with_deadline does when its timer wins) completes at once with "timed out", and the
 // worker's later result is dropped. Signature: void(lookup_result).
 template <typename CompletionToken>
 auto async_lookup(finder& f, std::string netns_path, const socket_key& key, CompletionToken&& token) {

@@ -1,7 +1,7 @@
 #include "attribution/probe.hpp"
 
-#include "core/deadline.hpp"
-#include "core/spawn.hpp"
+#include "base/deadline.hpp"
+#include "base/spawn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -17,11 +17,11 @@ probe probe::start(finder* f, const std::string& netns, const socket_key& key, a
   probe p;
   if (!f || netns.empty()) return p;
   p.state_ = std::make_shared<state>(ex);
-  core::spawn_session(
+  base::spawn_session(
       ex,
       [](finder& owner, std::string path, socket_key k, std::chrono::milliseconds l,
          std::shared_ptr<state> s) -> asio::awaitable<void> {
-        auto r = co_await core::with_deadline(async_lookup(owner, std::move(path), k, asio::use_awaitable), l);
+        auto r = co_await base::with_deadline(async_lookup(owner, std::move(path), k, asio::use_awaitable), l);
         s->result = r ? std::move(*r) : unknown_result(cause::timed_out);
         s->ready.cancel();
       }(*f, netns, key, limit, p.state_),
@@ -33,7 +33,7 @@ asio::awaitable<std::string> probe::json(std::chrono::milliseconds wait) const {
   if (!state_) co_return std::string();
   if (!state_->result) {
     state_->ready.expires_after(wait);
-    co_await state_->ready.async_wait(core::nothrow);
+    co_await state_->ready.async_wait(base::nothrow);
   }
   co_return render_process_json(state_->result ? *state_->result : unknown_result(cause::timed_out));
 }
@@ -43,21 +43,21 @@ namespace {
 // Owns the line until it is emitted: whether the waiting coroutine finishes, or is
 // destroyed unstarted or half-way with the loop, the line goes out exactly once.
 struct pending_line {
-  core::decision_sink& sink;
-  core::decision_record record;
+  record::decision_sink& sink;
+  record::decision_record record;
   ~pending_line() { sink.emit(record); }
 };
 
 }  // namespace
 
-void emit_with_process(asio::any_io_executor ex, core::decision_sink& sink, core::decision_record rec, probe p,
+void emit_with_process(asio::any_io_executor ex, record::decision_sink& sink, record::decision_record rec, probe p,
                        std::chrono::milliseconds wait) {
   if (!p.active()) {
     sink.emit(rec);
     return;
   }
   std::unique_ptr<pending_line> line(new pending_line{sink, std::move(rec)});
-  core::spawn_session(
+  base::spawn_session(
       ex,
       [](std::unique_ptr<pending_line> l, probe pr, std::chrono::milliseconds w) -> asio::awaitable<void> {
         l->record.process_json = co_await pr.json(w);
@@ -65,7 +65,7 @@ void emit_with_process(asio::any_io_executor ex, core::decision_sink& sink, core
       [](const char* what) { std::fprintf(stderr, "airlock: decision line: %s\n", what); });
 }
 
-void emit_line(core::decision_sink& sink, const core::decision_record& rec, probe& p) noexcept {
+void emit_line(record::decision_sink& sink, const record::decision_record& rec, probe& p) noexcept {
   if (p.active()) {
     try {
       auto ex = p.executor();  // before the probe is moved from

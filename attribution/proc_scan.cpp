@@ -1,7 +1,7 @@
 #include "attribution/proc_scan.hpp"
 
 #include "attribution/proc_parse.hpp"
-#include "core/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -33,7 +33,7 @@ std::optional<int> as_pid(const char* name) {
 
 // Up to `limit` bytes of a small /proc file; nullopt when it cannot be opened or read.
 std::optional<std::string> read_small(const std::string& file, std::size_t limit) {
-  core::unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  base::unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return std::nullopt;
   std::string out(limit, '\0');
   std::size_t got = 0;

@@ -9,9 +9,9 @@
 //
 // The DNS loop fills it (store, shrink: writer only); the proxy's other event loops read
 // it too (find: a cached name needs no hop to the DNS loop), without a lock
-// (core/read_map.hpp; what a store replaces goes to the reclaimer it is given, which in the
-// daemon waits for every loop: core/loop_grace.hpp).
-#include "core/read_map.hpp"
+// (base/read_map.hpp; what a store replaces goes to the reclaimer it is given, which in the
+// daemon waits for every loop: base/loop_grace.hpp).
+#include "base/read_map.hpp"
 #include "dns/wire.hpp"
 
 #include <atomic>
@@ -33,7 +33,7 @@ class answer_cache {
   };
 
   answer_cache() : answer_cache(limits{}) {}
-  explicit answer_cache(limits l, core::reclaimer& r = core::free_at_once::instance()) : limits_(l), entries_(r) {}
+  explicit answer_cache(limits l, base::reclaimer& r = base::free_at_once::instance()) : limits_(l), entries_(r) {}
 
   // A copy of the cached answer with every TTL reduced by its age, or nullopt. Any loop.
   std::optional<wire::message> find(std::string_view name, std::uint16_t qtype, clock::time_point now) const;
@@ -61,7 +61,7 @@ class answer_cache {
   void evict_one(clock::time_point now);
 
   limits limits_;
-  core::read_map<entry> entries_;
+  base::read_map<entry> entries_;
   std::deque<std::string> order_;  // the writer's: keys in the order they came (the clock)
 };
 

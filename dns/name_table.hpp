@@ -8,10 +8,10 @@
 //
 // Shared by every event loop without a lock: the DNS loop writes it (an answer renews or
 // adds an entry), and a proxy connection without a name on any loop reads it
-// (core/read_map.hpp; what a write replaces goes to the reclaimer it is given, which in
-// the daemon waits for every loop: core/loop_grace.hpp). record() and expire() run on the
+// (base/read_map.hpp; what a write replaces goes to the reclaimer it is given, which in
+// the daemon waits for every loop: base/loop_grace.hpp). record() and expire() run on the
 // writer's thread only.
-#include "core/read_map.hpp"
+#include "base/read_map.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
@@ -45,7 +45,7 @@ class name_table {
   };
 
   name_table() : name_table(limits{}) {}
-  explicit name_table(limits l, core::reclaimer& r = core::free_at_once::instance()) : limits_(l), by_key_(r) {}
+  explicit name_table(limits l, base::reclaimer& r = base::free_at_once::instance()) : limits_(l), by_key_(r) {}
 
   // Records that `session` was given `address` as an answer for `name`. Returns false
   // when a cap refused it (the caller counts it; the connection will be judged without).
@@ -81,7 +81,7 @@ class name_table {
   using slots = std::vector<slot>;  // oldest first
 
   limits limits_;
-  core::read_map<slots> by_key_;  // key: session \0 address bytes
+  base::read_map<slots> by_key_;  // key: session \0 address bytes
   // The writer's own (no reader): entries per session, for the cap.
   struct text_hash {
     using is_transparent = void;

@@ -104,28 +104,28 @@ struct started_query::judged {
   policy::snapshot::session session;
   wire::query q;
   policy::domain_name name;
-  core::token_bucket::clock::time_point now;
+  base::token_bucket::clock::time_point now;
 };
 
 namespace {
 
 // Records whose lines were emitted, kept for the next queries of this thread: a query's
 // strings and lists then reuse their memory instead of allocating it again.
-std::vector<std::unique_ptr<core::decision_record>>& spare_records() {
-  thread_local std::vector<std::unique_ptr<core::decision_record>> spare;
+std::vector<std::unique_ptr<record::decision_record>>& spare_records() {
+  thread_local std::vector<std::unique_ptr<record::decision_record>> spare;
   return spare;
 }
 
-std::unique_ptr<core::decision_record> take_record() {
+std::unique_ptr<record::decision_record> take_record() {
   auto& spare = spare_records();
-  if (spare.empty()) return std::make_unique<core::decision_record>();
+  if (spare.empty()) return std::make_unique<record::decision_record>();
   auto r = std::move(spare.back());
   spare.pop_back();
-  core::reset_for_reuse(*r);
+  record::reset_for_reuse(*r);
   return r;
 }
 
-void give_back(std::unique_ptr<core::decision_record> r) noexcept {
+void give_back(std::unique_ptr<record::decision_record> r) noexcept {
   auto& spare = spare_records();
   if (spare.size() >= 64) return;  // enough kept: this one is freed
   try {
@@ -139,7 +139,7 @@ void give_back(std::unique_ptr<core::decision_record> r) noexcept {
 started_query::started_query(query_context& ctx, const boost::asio::ip::address& client_address,
                              std::uint16_t client_port, bool over_udp)
     : ctx_(&ctx), client_address_(client_address), client_port_(client_port), over_udp_(over_udp), rec_(take_record()) {
-  rec_->event = core::event_kind::dns;
+  rec_->event = record::event_kind::dns;
   rec_->proto = "dns";
   endpoint_text(rec_->client, client_address, client_port);
 }
@@ -227,7 +227,7 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
   }
 
   // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
-  const auto now = core::token_bucket::clock::now();
+  const auto now = base::token_bucket::clock::now();
   auto& bucket = ctx.buckets.try_emplace(rec.session, ctx.settings.queries_per_second, ctx.settings.burst, now)
                      .first->second;
   if (!bucket.take(now)) return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);

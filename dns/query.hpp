@@ -3,9 +3,9 @@
 // filter the answer, reply under the client's own id, log exactly one decision.
 #include "attribution/finder.hpp"
 #include "attribution/probe.hpp"
-#include "core/decision.hpp"
-#include "core/overload.hpp"
-#include "core/token_bucket.hpp"
+#include "record/decision.hpp"
+#include "base/overload.hpp"
+#include "base/token_bucket.hpp"
 #include "dns/answer_cache.hpp"
 #include "dns/answer_filter.hpp"
 #include "dns/lookup.hpp"
@@ -32,21 +32,21 @@ namespace airlock::dns {
 struct query_context {
   policy::store& policies;
   resolver& upstream;
-  core::decision_sink& log;
+  record::decision_sink& log;
   name_table& names;
   answer_cache& cache;
   policy::dns_config settings{};  // from the config's `dns:` (rate, refused types, deny rcode)
   bool refuse_when_unrecorded = true;  // `log.when_unwritable: refuse` (policy::config)
   filter_settings filter{};
   // One bucket per session id: bounded by the number of sessions, not by clients.
-  std::unordered_map<std::string, core::token_bucket> buckets{};
+  std::unordered_map<std::string, base::token_bucket> buckets{};
   // Process attribution for sessions started by airlock (optional, as in the proxy).
   attribution::finder* finder = nullptr;
   std::function<std::string(std::string_view)> netns_of{};
   // One-shot allowances from redirects the proxy followed (shared with it); optional.
   policy::redirect_grants* grants = nullptr;
-  // Memory pressure (core/overload.hpp): refusing, no query is taken on. Optional.
-  const core::overload_state* overload = nullptr;
+  // Memory pressure (base/overload.hpp): refusing, no query is taken on. Optional.
+  const base::overload_state* overload = nullptr;
 };
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).
@@ -75,7 +75,7 @@ class started_query {
   // For a query begin() did not complete: resolves, filters, waits for what must be waited for.
   boost::asio::awaitable<std::optional<std::string>> finish();
 
-  const core::decision_record& record() const noexcept { return *rec_; }
+  const record::decision_record& record() const noexcept { return *rec_; }
 
  private:
   struct judged;
@@ -89,7 +89,7 @@ class started_query {
   bool armed_ = true;  // false once moved from: only one of the two emits the line
   // From a per-thread pool of spare records (their strings keep their memory), back to it
   // once the line is emitted.
-  std::unique_ptr<core::decision_record> rec_;
+  std::unique_ptr<record::decision_record> rec_;
   attribution::probe probe_;
   std::optional<std::string> reply_;
   std::unique_ptr<judged> judged_;  // what finish() needs: only for a query that waits

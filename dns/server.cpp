@@ -1,7 +1,7 @@
 #include "dns/server.hpp"
 
-#include "core/deadline.hpp"
-#include "core/spawn.hpp"
+#include "base/deadline.hpp"
+#include "base/spawn.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -33,13 +33,13 @@ void report(const char* what) { std::fprintf(stderr, "airlock: dns query: intern
 
 asio::awaitable<void> send_later(udp::socket& socket, std::string reply, udp::endpoint client) {
   // A failed send (client gone, ICMP unreachable) concerns this client only.
-  co_await socket.async_send_to(asio::buffer(reply), client, core::nothrow);
+  co_await socket.async_send_to(asio::buffer(reply), client, base::nothrow);
 }
 
 asio::awaitable<void> finish_datagram(udp::socket& socket, started_query query, udp::endpoint client) {
   auto reply = co_await query.finish();
   if (!reply) co_return;
-  co_await socket.async_send_to(asio::buffer(*reply), client, core::nothrow);
+  co_await socket.async_send_to(asio::buffer(*reply), client, base::nothrow);
 }
 
 // Datagrams read with one recvmmsg, and the replies that are ready at once sent with one
@@ -107,7 +107,7 @@ class datagram_batch {
           const auto& h = out_[done].msg_hdr;
           std::memcpy(to.data(), h.msg_name, std::min<std::size_t>(h.msg_namelen, to.capacity()));
           to.resize(std::min<std::size_t>(h.msg_namelen, to.capacity()));
-          core::spawn_session(ex, send_later(socket, std::move(out_text_[done]), to), report);
+          base::spawn_session(ex, send_later(socket, std::move(out_text_[done]), to), report);
         }
         break;
       }
@@ -140,7 +140,7 @@ void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io
       if (auto& reply = query.reply()) batch.reply(i, std::move(*reply));
       return;  // the line is emitted as `query` goes
     }
-    core::spawn_session(ex, finish_datagram(socket, std::move(query), client), report);
+    base::spawn_session(ex, finish_datagram(socket, std::move(query), client), report);
   } catch (const std::exception& e) {  // as spawn_session would: loud, and this query only
     report(e.what());
   } catch (...) {
@@ -151,10 +151,10 @@ void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io
 // Reads exactly buffer.size() bytes within `limit`; false on EOF, error or timeout.
 asio::awaitable<bool> read_exactly(tcp::socket& s, asio::mutable_buffer buffer, std::chrono::steady_clock::duration limit) {
   auto read = [&]() -> asio::awaitable<bool> {
-    auto [ec, n] = co_await asio::async_read(s, buffer, core::nothrow);
+    auto [ec, n] = co_await asio::async_read(s, buffer, base::nothrow);
     co_return !ec && n == buffer.size();
   };
-  auto ok = co_await core::with_deadline(read(), limit);
+  auto ok = co_await base::with_deadline(read(), limit);
   co_return ok && *ok;
 }
 
@@ -180,7 +180,7 @@ asio::awaitable<void> tcp_connection(tcp::socket socket, query_context& ctx, tcp
     const std::array<std::uint8_t, 2> out_length{static_cast<std::uint8_t>(reply->size() >> 8),
                                                  static_cast<std::uint8_t>(reply->size() & 0xff)};
     const std::array<asio::const_buffer, 2> out{asio::buffer(out_length), asio::buffer(*reply)};
-    auto [wec, wn] = co_await asio::async_write(socket, out, core::nothrow);
+    auto [wec, wn] = co_await asio::async_write(socket, out, base::nothrow);
     if (wec) co_return;
   }
 }
@@ -208,7 +208,7 @@ asio::awaitable<void> serve_udp(udp::socket& socket, query_context& ctx) {
       continue;
     }
     // Nothing queued: wait for the next datagram (epoll tells; nothing is read twice).
-    auto [ec] = co_await socket.async_wait(udp::socket::wait_read, core::nothrow);
+    auto [ec] = co_await socket.async_wait(udp::socket::wait_read, base::nothrow);
     if (ec == asio::error::operation_aborted || !socket.is_open()) co_return;
   }
 }
@@ -217,17 +217,17 @@ asio::awaitable<void> serve_tcp(tcp::acceptor& acceptor, query_context& ctx, tcp
   auto ex = co_await asio::this_coro::executor;
   auto open = std::make_shared<std::size_t>(0);
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(core::nothrow);
+    auto [ec, socket] = co_await acceptor.async_accept(base::nothrow);
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) {
       // EMFILE and friends: pause instead of spinning on a listener that cannot accept.
       asio::steady_timer pause(ex, std::chrono::milliseconds(50));
-      co_await pause.async_wait(core::nothrow);
+      co_await pause.async_wait(base::nothrow);
       continue;
     }
     if (*open >= limits.max_connections) continue;  // closed by going out of scope; UDP still serves
     ++*open;
-    core::spawn_session(ex, tcp_connection(std::move(socket), ctx, limits, open), report);
+    base::spawn_session(ex, tcp_connection(std::move(socket), ctx, limits, open), report);
   }
 }
 

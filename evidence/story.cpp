@@ -10,6 +10,12 @@
 
 namespace airlock::evidence {
 namespace json = boost::json;
+// The log's lines as record/ reads them back: this file is about nothing else.
+using record::event;
+using record::event_kind;
+using record::printable;
+using record::process_info;
+using record::address_part;
 namespace {
 
 // The DNS steps whose answers named an address, so a connection to that address can be
@@ -389,7 +395,7 @@ std::vector<const step*> story::denials() const {
   return out;
 }
 
-story build_story(session_log log) {
+story build_story(record::session_log log) {
   story s;
   s.session = log.session;
   s.log = log.path;

@@ -3,7 +3,7 @@
 // destination address, with its HTTP requests and its close line joined to it (by `conn`,
 // in whatever order they were written), the session's open and close, and the totals.
 // Rendered as text for people and as JSON for tools.
-#include "evidence/log_reader.hpp"
+#include "record/log_reader.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -15,7 +15,7 @@
 namespace airlock::evidence {
 
 struct step {
-  event ev;
+  record::event ev;
   // The name shown: the line's own (SNI, Host, qname), or for a connection that carried
   // none, the name of the DNS query whose answer was its destination.
   std::string name;
@@ -24,10 +24,10 @@ struct step {
   // asked; shared CDN addresses, or a name aimed at someone else's address).
   bool name_differs_from_dns = false;
   std::vector<step> children;  // dns: the connections to its answers; connect: its HTTP requests
-  std::optional<event> closed;  // connect: its close line (bytes, duration, how it ended)
+  std::optional<record::event> closed;  // connect: its close line (bytes, duration, how it ended)
 
   // The line that denied: the decision, or the close line of a connection cut on its way.
-  const event* denial() const;
+  const record::event* denial() const;
 };
 
 struct totals {
@@ -55,7 +55,7 @@ struct story {
   std::vector<const step*> denials() const;  // every deny, audit-deny and cut, in tree order
 };
 
-story build_story(session_log log);
+story build_story(record::session_log log);
 
 struct text_options {
   bool colour = false;  // ANSI colours (only for a terminal)

@@ -9,6 +9,12 @@
 #include <set>
 
 namespace airlock::evidence {
+using record::event;
+using record::event_kind;
+using record::printable;
+using record::address_part;
+using record::port_part;
+
 namespace {
 
 constexpr std::string_view public_resolvers = "public-resolvers";

@@ -5,7 +5,7 @@
 // suffix. Names that no policy should allow (private addresses, invalid names, the DoH
 // canary, public resolvers) are listed as not suggested, with the reason. A person
 // reviews the result; nothing is applied.
-#include "evidence/event.hpp"
+#include "record/event.hpp"
 
 #include <cstdint>
 #include <string>
@@ -46,7 +46,7 @@ struct suggestion {
   std::vector<not_suggested> left_out;
 };
 
-suggestion suggest(const std::vector<event>& events);
+suggestion suggest(const std::vector<record::event>& events);
 
 // The policy as YAML: a `policies:` block holding one policy, with a comment per entry
 // (process and first time seen) and a trailing "not suggested" comment block. Prefixed

@@ -26,12 +26,12 @@ boost::system::result<T, std::string> fail(std::string message) {
 step_result disable_ipv6_here() {
   for (const char* path :
        {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
-    core::unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
+    base::unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
     if (!fd) {
       if (errno == ENOENT) continue;
-      return std::string("open ") + path + ": " + core::errno_text();
+      return std::string("open ") + path + ": " + base::errno_text();
     }
-    if (::write(fd.get(), "1", 1) != 1) return std::string("write ") + path + ": " + core::errno_text();
+    if (::write(fd.get(), "1", 1) != 1) return std::string("write ") + path + ": " + base::errno_text();
   }
   return {};
 }
@@ -96,7 +96,7 @@ std::string guard_ruleset(const std::string& table, const std::string& iface, co
          "}\n";
 }
 
-boost::system::result<sandbox_record, std::string> attach(const attach_options& o, core::session_api& daemon,
+boost::system::result<sandbox_record, std::string> attach(const attach_options& o, control::session_api& daemon,
                                                           const state_store& store) {
   auto target = open_netns(o.netns);
   if (!target) return fail<sandbox_record>(target.error());
@@ -179,7 +179,7 @@ boost::system::result<sandbox_record, std::string> attach(const attach_options& 
   if (!text) return undo("nftables", text.error());
   if (auto n = nft_run(*text); !n) return undo("nftables", n.error());
 
-  core::session_request req;
+  control::session_request req;
   req.id = o.session_id;
   req.sources = {r.sandbox_ip + "/32"};
   req.policy = o.policy;

@@ -6,7 +6,7 @@
 // a guard table that drops whatever does not leave through airlock0 and sends DNS to the
 // gateway; here the same per-sandbox gateway table as `airlock run`. The guard holds as
 // long as the workload has no CAP_NET_ADMIN in its namespace.
-#include "core/session_api.hpp"
+#include "control/session_api.hpp"
 #include "launcher/state.hpp"
 
 #include <functional>
@@ -31,7 +31,7 @@ std::string guard_ruleset(const std::string& table, const std::string& iface, co
 
 // Attaches; on failure undoes every step already done. Returns the record (session id,
 // addresses) on success.
-boost::system::result<sandbox_record, std::string> attach(const attach_options& o, core::session_api& daemon,
+boost::system::result<sandbox_record, std::string> attach(const attach_options& o, control::session_api& daemon,
                                                           const state_store& store = state_store());
 
 // Detaches the namespace `netns` (path or name). `end_session` is called with the

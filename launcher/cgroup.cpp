@@ -1,7 +1,7 @@
 #include "launcher/cgroup.hpp"
 
-#include "core/cgroup_layout.hpp"
-#include "core/unique_fd.hpp"
+#include "base/cgroup_layout.hpp"
+#include "base/unique_fd.hpp"
 #include "policy/units.hpp"
 
 #include <fcntl.h>
@@ -32,9 +32,9 @@ std::string read_text(const fs::path& p) {
 }
 
 boost::system::result<void, std::string> write_text(const fs::path& p, const std::string& value) {
-  core::unique_fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
+  base::unique_fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd || ::write(fd.get(), value.data(), value.size()) < 0)
-    return fail<void>("write '" + value + "' to " + p.string() + ": " + core::errno_text());
+    return fail<void>("write '" + value + "' to " + p.string() + ": " + base::errno_text());
   return {};
 }
 
@@ -66,11 +66,11 @@ cgroup_host this_host() {
 
 boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits,
                                                              const cgroup_host& host) {
-  const auto l = core::read_cgroup_layout(host.mountinfo, host.own_cgroups, host.read);
+  const auto l = base::read_cgroup_layout(host.mountinfo, host.own_cgroups, host.read);
   cgroup_plan plan;
   if (!l.v2_mount.empty() && host.writable(l.v2_mount)) plan.v2 = l.v2_mount / "airlock" / id;
 
-  auto place = [&](bool wanted, std::string_view controller, const std::optional<core::cgroup_layout::v1>& v1,
+  auto place = [&](bool wanted, std::string_view controller, const std::optional<base::cgroup_layout::v1>& v1,
                    fs::path& out) -> boost::system::result<void, std::string> {
     if (!wanted) return {};
     if (!plan.v2.empty() && has_word(l.v2_controllers, controller)) {
@@ -116,7 +116,7 @@ boost::system::result<sandbox_cgroup, std::string> sandbox_cgroup::create(const 
     // must be enabled on the root and on it before a child can use them.
     const auto parent = plan.v2.parent_path();
     if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST)
-      return fail<sandbox_cgroup>("cannot create cgroup " + parent.string() + ": " + core::errno_text() +
+      return fail<sandbox_cgroup>("cannot create cgroup " + parent.string() + ": " + base::errno_text() +
                                   "; run as root with cgroup v2 mounted read-write, or drop --memory/--pids/--cpus");
     std::string enable;
     for (auto [dir, name] : {std::pair{&plan.memory, "memory"}, {&plan.pids, "pids"}, {&plan.cpu, "cpu"}})
@@ -129,7 +129,7 @@ boost::system::result<sandbox_cgroup, std::string> sandbox_cgroup::create(const 
   }
   for (const auto& dir : plan.dirs()) {
     if (::mkdir(dir.c_str(), 0755) != 0)
-      return fail<sandbox_cgroup>("cannot create cgroup " + dir.string() + ": " + core::errno_text() +
+      return fail<sandbox_cgroup>("cannot create cgroup " + dir.string() + ": " + base::errno_text() +
                                   "; run as root with cgroups mounted read-write, or drop --memory/--pids/--cpus");
     cg.created_.push_back(dir);
   }
@@ -226,7 +226,7 @@ boost::system::result<bool, std::string> remove_cgroup_dir(const fs::path& dir) 
   // for a moment after it was killed.
   for (int attempt = 0; attempt < 400; ++attempt) {
     if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return true;
-    if (errno != EBUSY) return fail<bool>("remove cgroup " + dir.string() + ": " + core::errno_text());
+    if (errno != EBUSY) return fail<bool>("remove cgroup " + dir.string() + ": " + base::errno_text());
     if (attempt % 20 == 0) {
       if (fs::exists(dir / "cgroup.kill")) {
         (void)write_text(dir / "cgroup.kill", "1");

@@ -110,14 +110,14 @@ void signal_workload(pid_t init, int sig) {
 // that went away must not kill it half-way through teardown).
 struct sigaction original_sigpipe {};
 
-boost::system::result<core::unique_fd, std::string> take_signals() {
+boost::system::result<base::unique_fd, std::string> take_signals() {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &original_sigpipe);
   const auto set = handled_signals();
-  if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return fail<core::unique_fd>("block signals: " + core::errno_text());
-  core::unique_fd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!fd) return fail<core::unique_fd>("signalfd: " + core::errno_text());
+  if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return fail<base::unique_fd>("block signals: " + base::errno_text());
+  base::unique_fd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!fd) return fail<base::unique_fd>("signalfd: " + base::errno_text());
   return fd;
 }
 
@@ -177,8 +177,8 @@ boost::system::result<pid_t, std::string> spawn_child(const child_spec& spec) {
   for (const auto& p : spec.cgroup_procs) procs.push_back(p.c_str());
 
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return fail<pid_t>("pipe: " + core::errno_text());
-  core::unique_fd report_read(pipe_fds[0]), report_write(pipe_fds[1]);
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return fail<pid_t>("pipe: " + base::errno_text());
+  base::unique_fd report_read(pipe_fds[0]), report_write(pipe_fds[1]);
   const child_args args{report_write.get(),
                         ::getpid(),
                         procs.data(),
@@ -195,12 +195,12 @@ boost::system::result<pid_t, std::string> spawn_child(const child_spec& spec) {
   // until it has exec'd or failed. Its own small stack keeps it off ours.
   constexpr std::size_t stack_size = 256 * 1024;
   void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) return fail<pid_t>("mmap: " + core::errno_text());
+  if (stack == MAP_FAILED) return fail<pid_t>("mmap: " + base::errno_text());
   const pid_t pid = ::clone(child_main, static_cast<char*>(stack) + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD,
                             const_cast<child_args*>(&args));
   const int clone_errno = errno;
   ::munmap(stack, stack_size);
-  if (pid < 0) return fail<pid_t>("clone: " + core::errno_text(clone_errno));
+  if (pid < 0) return fail<pid_t>("clone: " + base::errno_text(clone_errno));
 
   report_write.reset();
   child_failure f{};
@@ -213,7 +213,7 @@ boost::system::result<pid_t, std::string> spawn_child(const child_spec& spec) {
   if (n != static_cast<ssize_t>(sizeof f) || f.step < 1 || f.step > 5) return fail<pid_t>("the child died before exec");
   std::string what = step_name(f.step);
   if (f.step == 5) what += " (" + spec.executable + ")";
-  return fail<pid_t>(what + ": " + core::errno_text(f.error));
+  return fail<pid_t>(what + ": " + base::errno_text(f.error));
 }
 
 child_outcome supervise(pid_t child, const supervise_options& o) {
@@ -222,7 +222,7 @@ child_outcome supervise(pid_t child, const supervise_options& o) {
   bool status_open = o.status_fd >= 0;
   bool child_done = false;
   pid_t init = 0;
-  core::unique_fd init_fd;  // a pidfd: no signal ever reaches a recycled pid
+  base::unique_fd init_fd;  // a pidfd: no signal ever reaches a recycled pid
   bool init_done = false;
   int forwarded = 0;
   std::optional<clock::time_point> timeout_at, kill_at, give_up_at;

@@ -2,7 +2,7 @@
 // The sandboxed process from the outside: start bubblewrap inside the sandbox's cgroups and
 // network namespace, forward signals to the workload, enforce the timeout, and collect
 // CMD's exit status (bubblewrap's --json-status-fd reports its pid-1 and CMD's exit code).
-#include "core/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 #include <boost/system/result.hpp>
 
@@ -30,7 +30,7 @@ struct child_spec {
 // returns a signalfd for them. Until then a Ctrl-C during setup would kill airlock half-way.
 // SIGPIPE is ignored from here on (`airlock run ... 2>&1 | head` must still tear down);
 // the child gets it back as it was.
-boost::system::result<core::unique_fd, std::string> take_signals();
+boost::system::result<base::unique_fd, std::string> take_signals();
 
 // Starts the child: its own process group (so a terminal's Ctrl-C reaches airlock, which
 // forwards it), the cgroups, the namespace, then exec. Failures before exec come back as

@@ -12,7 +12,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Finds a namespace with identity `id` among the pins under /run/netns.
-core::unique_fd find_netns(const std::string& id) {
+base::unique_fd find_netns(const std::string& id) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(netns_dir, ec)) {
     auto fd = open_netns(e.path().string());

@@ -22,7 +22,7 @@ using netlink_detail::align4;
 using netlink_detail::for_each_message;
 using netlink_detail::request;
 
-std::string kernel_error(const char* what, int e) { return std::string(what) + ": " + core::errno_text(e); }
+std::string kernel_error(const char* what, int e) { return std::string(what) + ": " + base::errno_text(e); }
 
 // Walks the attributes in [data, data+len).
 template <typename F>
@@ -46,7 +46,7 @@ boost::asio::ip::address_v4 read_v4(const char* p, std::size_t len) {
 }  // namespace
 
 nl_result<rtnetlink> rtnetlink::open() {
-  core::unique_fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+  base::unique_fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
   if (!fd) return nl_result<rtnetlink>(boost::system::in_place_error, kernel_error("netlink socket", errno));
   sockaddr_nl local{};
   local.nl_family = AF_NETLINK;

@@ -3,7 +3,7 @@
 // lives in one network namespace (the one current when it was opened), so the launcher
 // holds one for the gateway side and one for the sandbox side. Every request waits for
 // the kernel's acknowledgement: a step either happened or returns the kernel's reason.
-#include "core/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/system/result.hpp>
@@ -45,10 +45,10 @@ class rtnetlink {
   nl_result<std::vector<ipv4_route>> default_routes();
 
  private:
-  explicit rtnetlink(core::unique_fd fd) : fd_(std::move(fd)) {}
+  explicit rtnetlink(base::unique_fd fd) : fd_(std::move(fd)) {}
   // Sends one request and returns 0 or the kernel's errno.
   nl_result<int> transact(std::vector<char>& message);
-  core::unique_fd fd_;
+  base::unique_fd fd_;
   std::uint32_t seq_ = 1;
 };
 

@@ -23,13 +23,13 @@ nl_result<T> fail(std::string message) {
 // namespace, looked up through the opening thread). A kernel without IPv6 has no such
 // file, which is as good as disabled.
 nl_result<void> write_net_sysctl(const char* path, const char* value) {
-  core::unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
+  base::unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) return {};
-    return fail<void>(std::string("open ") + path + ": " + core::errno_text());
+    return fail<void>(std::string("open ") + path + ": " + base::errno_text());
   }
   if (::write(fd.get(), value, std::strlen(value)) < 0)
-    return fail<void>(std::string("write ") + path + ": " + core::errno_text());
+    return fail<void>(std::string("write ") + path + ": " + base::errno_text());
   return {};
 }
 
@@ -41,13 +41,13 @@ nl_result<sandbox_netns> create_netns(const std::filesystem::path& pin) {
   // back an fd to the namespace and a netlink socket opened inside it.
   std::thread helper([&] {
     if (::unshare(CLONE_NEWNET) != 0) {
-      made = fail<sandbox_netns>("create network namespace: " + core::errno_text() +
+      made = fail<sandbox_netns>("create network namespace: " + base::errno_text() +
                                  (errno == EPERM ? " (airlock run needs root: CAP_SYS_ADMIN and CAP_NET_ADMIN)" : ""));
       return;
     }
-    core::unique_fd ns(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    base::unique_fd ns(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (!ns) {
-      made = fail<sandbox_netns>("open the new network namespace: " + core::errno_text());
+      made = fail<sandbox_netns>("open the new network namespace: " + base::errno_text());
       return;
     }
     for (const char* path :
@@ -79,14 +79,14 @@ nl_result<sandbox_netns> create_netns(const std::filesystem::path& pin) {
   std::error_code ec;
   std::filesystem::create_directories(pin.parent_path(), ec);
   if (ec) return fail<sandbox_netns>("create " + pin.parent_path().string() + ": " + ec.message());
-  core::unique_fd file(::open(pin.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
-  if (!file) return fail<sandbox_netns>("create " + pin.string() + ": " + core::errno_text());
+  base::unique_fd file(::open(pin.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+  if (!file) return fail<sandbox_netns>("create " + pin.string() + ": " + base::errno_text());
   file.reset();
   const std::string source = "/proc/self/fd/" + std::to_string((*made)->ns.get());
   if (::mount(source.c_str(), pin.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     const auto e = errno;
     ::unlink(pin.c_str());
-    return fail<sandbox_netns>("pin the network namespace at " + pin.string() + ": " + core::errno_text(e));
+    return fail<sandbox_netns>("pin the network namespace at " + pin.string() + ": " + base::errno_text(e));
   }
   return std::move(*made);
 }
@@ -96,21 +96,21 @@ nl_result<bool> remove_netns_pin(const std::filesystem::path& pin) {
   // its view; the name is gone at once. EINVAL: not a mount point here (the pin was made
   // in another mount namespace, or half-made); the file still goes.
   if (::umount2(pin.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
-    return fail<bool>("unmount " + pin.string() + ": " + core::errno_text());
+    return fail<bool>("unmount " + pin.string() + ": " + base::errno_text());
   if (::unlink(pin.c_str()) != 0) {
     if (errno == ENOENT) return false;
-    return fail<bool>("remove " + pin.string() + ": " + core::errno_text());
+    return fail<bool>("remove " + pin.string() + ": " + base::errno_text());
   }
   return true;
 }
 
-nl_result<core::unique_fd> open_netns(const std::string& path_or_name) {
+nl_result<base::unique_fd> open_netns(const std::string& path_or_name) {
   std::string path = path_or_name;
   if (path.find('/') == std::string::npos) path = std::string(netns_dir) + "/" + path;
-  core::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return fail<core::unique_fd>("open network namespace " + path + ": " + core::errno_text());
+  base::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return fail<base::unique_fd>("open network namespace " + path + ": " + base::errno_text());
   // setns would refuse anything else too, but say so before any work is done.
-  if (::ioctl(fd.get(), NS_GET_NSTYPE) != CLONE_NEWNET) return fail<core::unique_fd>(path + " is not a network namespace");
+  if (::ioctl(fd.get(), NS_GET_NSTYPE) != CLONE_NEWNET) return fail<base::unique_fd>(path + " is not a network namespace");
   return fd;
 }
 
@@ -128,7 +128,7 @@ nl_result<void> run_in_netns(int fd, const std::function<nl_result<void>()>& wor
   std::optional<nl_result<void>> out;
   std::thread helper([&] {
     if (::setns(fd, CLONE_NEWNET) != 0) {
-      out = fail<void>("enter network namespace: " + core::errno_text());
+      out = fail<void>("enter network namespace: " + base::errno_text());
       return;
     }
     out = work();

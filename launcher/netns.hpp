@@ -3,7 +3,7 @@
 // mount under /run/netns so `ip netns` and `airlock gc` can see it, and a way to run code
 // inside another namespace (a helper thread enters it; the caller's thread never moves).
 #include "launcher/netlink.hpp"
-#include "core/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 #include <boost/system/result.hpp>
 
@@ -16,7 +16,7 @@ namespace airlock::launcher {
 inline constexpr std::string_view netns_dir = "/run/netns";
 
 struct sandbox_netns {
-  core::unique_fd ns;    // keeps the namespace alive and is what the child enters
+  base::unique_fd ns;    // keeps the namespace alive and is what the child enters
   rtnetlink rtnl;  // a netlink socket inside it
 };
 
@@ -29,7 +29,7 @@ nl_result<sandbox_netns> create_netns(const std::filesystem::path& pin);
 nl_result<bool> remove_netns_pin(const std::filesystem::path& pin);
 
 // Opens a namespace by path or by name under /run/netns.
-nl_result<core::unique_fd> open_netns(const std::string& path_or_name);
+nl_result<base::unique_fd> open_netns(const std::string& path_or_name);
 
 // "net:[4026531993]": the identity of a namespace (of fd, or of this thread when fd < 0).
 std::string netns_identity(int fd = -1);

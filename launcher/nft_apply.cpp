@@ -1,7 +1,7 @@
 #include "launcher/nft_apply.hpp"
 
 #include "launcher/netlink_message.hpp"
-#include "core/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@ namespace {
 // process has exited (it waits for EOF on a pipe whose only writer is us), then closes
 // it, paying the kernel's wait itself. Its stdin, stdout and stderr are closed, so a
 // caller reading airlock's output does not wait for it either.
-void hand_over(core::unique_fd fd) {
+void hand_over(base::unique_fd fd) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return;  // the close below then just costs the wait
   const pid_t pid = ::fork();
@@ -83,12 +83,12 @@ boost::system::result<bool, std::string> nft_delete_table(const std::string& tab
   auto fail = [](std::string m) {
     return boost::system::result<bool, std::string>(boost::system::in_place_error, std::move(m));
   };
-  core::unique_fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
-  if (!fd) return fail("nftables: netlink socket: " + core::errno_text());
+  base::unique_fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
+  if (!fd) return fail("nftables: netlink socket: " + base::errno_text());
   sockaddr_nl local{};
   local.nl_family = AF_NETLINK;
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0)
-    return fail("nftables: netlink bind: " + core::errno_text());
+    return fail("nftables: netlink bind: " + base::errno_text());
 
   // BATCH_BEGIN, DELTABLE (acknowledged), BATCH_END: one transaction.
   nfgenmsg batch{};
@@ -112,7 +112,7 @@ boost::system::result<bool, std::string> nft_delete_table(const std::string& tab
     auto& m = r->finish();
     out.insert(out.end(), m.begin(), m.end());
   }
-  if (::send(fd.get(), out.data(), out.size(), 0) < 0) return fail("nftables: send: " + core::errno_text());
+  if (::send(fd.get(), out.data(), out.size(), 0) < 0) return fail("nftables: send: " + base::errno_text());
 
   std::optional<int> answer;
   std::array<char, 4096> buf{};
@@ -120,7 +120,7 @@ boost::system::result<bool, std::string> nft_delete_table(const std::string& tab
     const auto n = ::recv(fd.get(), buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail("nftables: recv: " + core::errno_text());
+      return fail("nftables: recv: " + base::errno_text());
     }
     netlink_detail::for_each_message(buf.data(), static_cast<std::size_t>(n),
                                      [&](const nlmsghdr& h, const char* data, std::size_t len) {
@@ -132,7 +132,7 @@ boost::system::result<bool, std::string> nft_delete_table(const std::string& tab
                                      });
   }
   if (!answer) return fail("nftables: no acknowledgement for deleting table " + table);
-  if (*answer != 0 && *answer != ENOENT) return fail("nftables: delete table " + table + ": " + core::errno_text(*answer));
+  if (*answer != 0 && *answer != ENOENT) return fail("nftables: delete table " + table + ": " + base::errno_text(*answer));
   if (defer_close) hand_over(std::move(fd));
   return *answer == 0;
 }

@@ -22,8 +22,8 @@ struct gateway_rules {
   // instead of proxy_port. One listener port for every destination port makes a client's
   // :80 and :443 connections share four-tuples after NAT, and a SYN that meets TIME_WAIT
   // of the other port, with its unrelated TCP timestamp, is dropped (PAWS) and resent
-  // 10-20 ms later (bench/README.md, "Latest table"). The launcher (run and attach) sets it
-  // to core::listener_ports::https: the daemon's second proxy port, 0 when it has one.
+  // 10-20 ms later (bench/results/2026-12-03-connect-tail.md). The launcher (run and attach) sets it
+  // to control::listener_ports::https: the daemon's second proxy port, 0 when it has one.
   std::uint16_t https_port = 0;
 };
 

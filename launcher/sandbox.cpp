@@ -40,7 +40,7 @@ void say(const std::string& line) { std::fprintf(stderr, "airlock: %s\n", line.c
 // how the launcher checks that the daemon's listeners are where the redirect will send
 // the sandbox's packets, without connecting to them (which would be logged as traffic).
 bool port_taken(boost::asio::ip::address_v4 address, std::uint16_t port, int type) {
-  core::unique_fd s(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+  base::unique_fd s(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
   if (!s) return false;
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -50,15 +50,15 @@ bool port_taken(boost::asio::ip::address_v4 address, std::uint16_t port, int typ
 }
 
 // A sealed in-memory file for bwrap's --ro-bind-data, read from its start.
-boost::system::result<core::unique_fd, std::string> memory_file(const char* name, const std::string& content) {
-  core::unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
+boost::system::result<base::unique_fd, std::string> memory_file(const char* name, const std::string& content) {
+  base::unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
   if (!fd)
-    return boost::system::result<core::unique_fd, std::string>(boost::system::in_place_error,
-                                                         std::string("memfd: ") + core::errno_text());
+    return boost::system::result<base::unique_fd, std::string>(boost::system::in_place_error,
+                                                         std::string("memfd: ") + base::errno_text());
   if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
       ::lseek(fd.get(), 0, SEEK_SET) != 0)
-    return boost::system::result<core::unique_fd, std::string>(boost::system::in_place_error,
-                                                         std::string("memfd write: ") + core::errno_text());
+    return boost::system::result<base::unique_fd, std::string>(boost::system::in_place_error,
+                                                         std::string("memfd write: ") + base::errno_text());
   return fd;
 }
 
@@ -127,7 +127,7 @@ class sandbox {
   const bool timings_ = std::getenv("AIRLOCK_TIMINGS") != nullptr;
   std::vector<std::pair<const char*, clock::time_point>> marks_;
   state_store store_;
-  core::unique_fd signals_;
+  base::unique_fd signals_;
   std::vector<std::string> parent_env_;
   fs::path home_, cwd_;
   std::optional<bind_entry> workdir_;
@@ -142,12 +142,12 @@ class sandbox {
   bool veth_made_ = false;
   int gateway_index_ = 0;
   daemon_link daemon_;
-  core::listener_ports ports_;
+  control::listener_ports ports_;
   bool table_made_ = false;
   std::string session_;
-  core::unique_fd ca_file_, ca_bundle_;  // with inspection: airlock's CA, the system roots plus it
-  std::vector<core::unique_fd> files_;   // resolv.conf and CA data for bwrap
-  core::unique_fd status_read_, status_write_;
+  base::unique_fd ca_file_, ca_bundle_;  // with inspection: airlock's CA, the system roots plus it
+  std::vector<base::unique_fd> files_;   // resolv.conf and CA data for bwrap
+  base::unique_fd status_read_, status_write_;
   pid_t child_ = 0;
 };
 
@@ -405,7 +405,7 @@ step_result sandbox::install_rules() {
 }
 
 step_result sandbox::register_session() {
-  core::session_request req;
+  control::session_request req;
   req.id = o_.session_id;
   req.sources = {record_->sandbox_ip + "/32"};
   req.policy = o_.policy;
@@ -453,7 +453,7 @@ step_result sandbox::start_child() {
   if (!env) return env.error();
 
   int status_pipe[2];
-  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return "pipe: " + core::errno_text();
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return "pipe: " + base::errno_text();
   status_read_.reset(status_pipe[0]);
   status_write_.reset(status_pipe[1]);
   ::fcntl(status_read_.get(), F_SETFL, O_NONBLOCK);

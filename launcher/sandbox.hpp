@@ -3,7 +3,7 @@
 // namespace and its veth, reach a daemon, install the gateway's nft table, register the
 // session, start CMD under bubblewrap, wait, and take every piece down again, in reverse,
 // whatever happened. Any step that fails stops the run before CMD starts and names itself.
-#include "core/session_api.hpp"
+#include "control/session_api.hpp"
 #include "launcher/address_pool.hpp"
 #include "launcher/cgroup.hpp"
 #include "launcher/state.hpp"
@@ -29,7 +29,7 @@ inline constexpr int exit_not_executable = 126;  // CMD exists but cannot be exe
 inline constexpr int exit_not_found = 127;       // CMD was not found
 
 // Where CMD finds airlock's inspection CA, and the system roots with it, when the daemon
-// inspects some rule's TLS (core::listener_ports::inspection_ca).
+// inspects some rule's TLS (control::listener_ports::inspection_ca).
 inline constexpr std::string_view sandbox_ca_file = "/run/airlock/ca.crt";
 inline constexpr std::string_view sandbox_ca_bundle = "/run/airlock/ca-bundle.crt";
 
@@ -59,7 +59,7 @@ struct run_options {
 // A daemon for the sandbox, and how to name it in airlock's lines ("the daemon at
 // /run/airlock/control.sock", "an embedded daemon").
 struct daemon_link {
-  std::unique_ptr<core::session_api> api;
+  std::unique_ptr<control::session_api> api;
   std::string description;
   std::string control_socket;  // empty for an embedded daemon; recorded so `airlock gc` can end the session
 };

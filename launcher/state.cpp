@@ -1,6 +1,6 @@
 #include "launcher/state.hpp"
 
-#include "core/unique_fd.hpp"
+#include "base/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -145,12 +145,12 @@ boost::system::result<sandbox_record, std::string> state_store::reserve(const ad
   fs::create_directories(dir_, ec);
   if (ec)
     return fail<sandbox_record>("cannot create " + dir_.string() + ": " + ec.message() + " (airlock run needs root)");
-  core::unique_fd lock(::open((dir_ / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  base::unique_fd lock(::open((dir_ / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!lock)
-    return fail<sandbox_record>("cannot open " + (dir_ / ".lock").string() + ": " + core::errno_text() +
+    return fail<sandbox_record>("cannot open " + (dir_ / ".lock").string() + ": " + base::errno_text() +
                                 (errno == EACCES || errno == EPERM ? " (airlock run needs root)" : ""));
   if (::flock(lock.get(), LOCK_EX) != 0)
-    return fail<sandbox_record>("cannot lock " + (dir_ / ".lock").string() + ": " + core::errno_text());
+    return fail<sandbox_record>("cannot lock " + (dir_ / ".lock").string() + ": " + base::errno_text());
 
   std::set<std::size_t> taken;
   std::set<std::string> ids;

@@ -132,7 +132,7 @@ struct timeouts_config {
   std::chrono::milliseconds idle{600'000};    // a relayed connection with no byte either way
 };
 
-// Memory pressure (core/overload.hpp): watched only when a limit or a pressure file is set.
+// Memory pressure (base/overload.hpp): watched only when a limit or a pressure file is set.
 struct overload_config {
   std::uint64_t memory_limit = 0;  // resident bytes the daemon may use; 0: not watched
   std::string pressure_file;       // read instead of measuring: a number, 0.97 or 97% (drills, tests)

@@ -1,10 +1,10 @@
 #pragma once
 // Holds the current snapshot. Readers take a reference once per connection or query,
-// without a lock (core/published.hpp); a reload compiles a new snapshot first and swaps it
+// without a lock (base/published.hpp); a reload compiles a new snapshot first and swaps it
 // in whole, or keeps the old one. Beside it: the sessions registered at run time, and
 // airlock's own addresses (the host's, the listeners', the registered sandboxes'), rebuilt
 // whenever the host's addresses or the registrations change.
-#include "core/published.hpp"
+#include "base/published.hpp"
 #include "policy/own_addresses.hpp"
 #include "policy/session_table.hpp"
 #include "policy/snapshot.hpp"
@@ -36,7 +36,7 @@ class store {
 
   // airlock's own addresses; null until the host's were first read.
   std::shared_ptr<const own_addresses> own() const noexcept { return own_.load(); }
-  // The host's interface and listener addresses, as read now (core/host_addresses.hpp).
+  // The host's interface and listener addresses, as read now (daemon/host_addresses.hpp).
   void publish_host_addresses(std::vector<cidr> host) {
     std::lock_guard lock(own_mutex_);
     host_ = std::move(host);
@@ -50,9 +50,9 @@ class store {
     own_.store(std::make_shared<const own_addresses>(std::move(all)));
   }
 
-  core::published<snapshot> current_;
-  core::published<session_table> registered_;
-  core::published<own_addresses> own_;
+  base::published<snapshot> current_;
+  base::published<session_table> registered_;
+  base::published<own_addresses> own_;
   std::mutex own_mutex_;  // writers only (the main loop, the control API): rare
   std::vector<cidr> host_;
   std::vector<cidr> sandboxes_;

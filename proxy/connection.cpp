@@ -1,6 +1,6 @@
 #include "proxy/connection.hpp"
 
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 #include "policy/special_addresses.hpp"
 #include "proxy/judge.hpp"
 #include "proxy/original_dst.hpp"
@@ -19,7 +19,7 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using core::nothrow;
+using base::nothrow;
 using policy::reason;
 using policy::verdict;
 using steps::emit_once;
@@ -35,8 +35,8 @@ template <interception how>
 asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
                                         proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
                                         steps::relay_plan& plan) {
-  core::decision_record rec;
-  rec.event = core::event_kind::connect;
+  record::decision_record rec;
+  rec.event = record::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
   emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();

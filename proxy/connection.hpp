@@ -2,8 +2,8 @@
 // One transparent connection, top to bottom: original destination, session, sniff,
 // decide, connect to airlock's own resolution, relay, log.
 #include "attribution/finder.hpp"
-#include "core/decision.hpp"
-#include "core/overload.hpp"
+#include "record/decision.hpp"
+#include "base/overload.hpp"
 #include "dns/address_memo.hpp"
 #include "dns/answer_cache.hpp"
 #include "dns/name_table.hpp"
@@ -64,7 +64,7 @@ struct proxy_settings {
 struct proxy_context {
   policy::store& policies;
   dns::resolver& resolver;
-  core::decision_sink& log;
+  record::decision_sink& log;
   const dns::name_table& names;
   dns::answer_cache& cache;
   proxy_settings settings;
@@ -82,8 +82,8 @@ struct proxy_context {
   // at (policy, log, name table, limits, connection ids, inspection, grants) is shared
   // and safe across threads.
   std::optional<boost::asio::any_io_executor> dns_loop{};
-  // Memory pressure (core/overload.hpp), shared; null when not watched.
-  const core::overload_state* overload = nullptr;
+  // Memory pressure (base/overload.hpp), shared; null when not watched.
+  const base::overload_state* overload = nullptr;
   // What own resolution found lately, for this loop only: each loop has its own copy of
   // the context, made before it starts.
   dns::address_memo memo{};

@@ -14,7 +14,7 @@
 //
 // It reaches into Asio's reactor (proxy/asio_internals.hpp), so it exists only for the Asio
 // it was written against (Boost 1.81, the epoll reactor); anywhere else AIRLOCK_EDGE_WAIT is
-// 0 and the relay re-arms with async_wait as before.
+// 0 and the relay re-arms with async_wait after each step.
 #include "proxy/asio_internals.hpp"
 
 #include <boost/asio/awaitable.hpp>

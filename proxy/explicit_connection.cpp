@@ -4,7 +4,7 @@
 // resolution, then a tunnel or one forwarded request.
 #include "proxy/connection.hpp"
 
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 #include "proxy/http_head.hpp"
 #include "proxy/judge.hpp"
 #include "proxy/plain_requests.hpp"
@@ -19,7 +19,7 @@ namespace airlock::proxy {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using core::nothrow;
+using base::nothrow;
 using policy::reason;
 using policy::verdict;
 
@@ -108,8 +108,8 @@ asio::awaitable<std::optional<sniffed>> judge_tunnel_bytes(tcp::socket& client, 
 asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
                                         proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
                                         steps::relay_plan& plan) {
-  core::decision_record rec;
-  rec.event = core::event_kind::connect;
+  record::decision_record rec;
+  rec.event = record::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
   steps::emit_once guard{ctx.log, rec};
   const auto snap = ctx.policies.current();

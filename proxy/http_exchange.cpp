@@ -1,6 +1,6 @@
 #include "proxy/http_exchange.hpp"
 
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 #include "proxy/http_head.hpp"
 #include "proxy/judge.hpp"
 #include "proxy/location.hpp"
@@ -32,7 +32,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using core::nothrow;
+using base::nothrow;
 using policy::reason;
 using policy::verdict;
 
@@ -160,7 +160,7 @@ bool bodiless(unsigned status, bool head_request) {
 // A refusal on a served connection (steps::refusal_response): the next request comes on a
 // new, separately judged connection.
 template <typename Stream>
-asio::awaitable<void> answer_refusal(Stream& s, unsigned status, const core::decision_record& rec) {
+asio::awaitable<void> answer_refusal(Stream& s, unsigned status, const record::decision_record& rec) {
   const auto response = steps::refusal_response(status, rec);
   co_await asio::async_write(s, asio::buffer(response), nothrow);
 }
@@ -274,8 +274,8 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
   std::string plain_host;
 
   for (;; ++totals.requests) {
-    core::decision_record rec;
-    rec.event = core::event_kind::http;
+    record::decision_record rec;
+    rec.event = record::event_kind::http;
     rec.session = x.connection.session;
     rec.client = x.connection.client;
     rec.dst = x.connection.dst;

@@ -5,7 +5,7 @@
 // the connection's name, method and path against the rule), logged on its own `http`
 // line, and forwarded; each response is read for the redirect it may carry. Bodies
 // stream through in both directions; nothing is buffered whole.
-#include "core/decision.hpp"
+#include "record/decision.hpp"
 #include "policy/domain_name.hpp"
 #include "policy/redirect_grants.hpp"
 #include "policy/snapshot.hpp"
@@ -28,7 +28,7 @@ struct exchange_setup {
   // The name, airlock's resolution and the client's destination agree: only then may a
   // credential be put on a request.
   bool destination_agrees;
-  const core::decision_record& connection;  // its line's shared fields are copied into each request's
+  const record::decision_record& connection;  // its line's shared fields are copied into each request's
   limiter::ticket& ticket;
   // The allowing rule's port carries `any` (policy/port_protocol.hpp): a request may switch
   // protocols (Upgrade, CONNECT), and after a 101 the bytes are relayed as they come.

@@ -36,7 +36,7 @@ void limiter::ticket::judged() noexcept {
 
 std::string_view limiter::ticket::admit(const std::string& session) {
   const auto& l = owner_->limits;
-  const auto now = core::token_bucket::clock::now();
+  const auto now = base::token_bucket::clock::now();
   auto known = index_->find(session);
   if (known == index_->end()) {
     std::lock_guard lock(owner_->mutex);  // the first time this loop meets the session

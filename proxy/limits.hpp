@@ -8,7 +8,7 @@
 // A connection holds a ticket for its whole life: the ticket counts it open (and
 // pending until its first bytes are judged), names the limit that refuses it, and meters
 // its bytes against its session's budgets.
-#include "core/token_bucket.hpp"
+#include "base/token_bucket.hpp"
 #include "policy/config.hpp"
 #include "proxy/relay.hpp"
 
@@ -24,12 +24,12 @@ namespace airlock::proxy {
 
 class limiter {
   struct usage {
-    usage(double rate, core::token_bucket::clock::time_point now) : bucket(rate, 2 * rate, now) {}
+    usage(double rate, base::token_bucket::clock::time_point now) : bucket(rate, 2 * rate, now) {}
     std::atomic<std::uint64_t> open = 0;
     std::atomic<std::uint64_t> pending = 0;  // open and not judged yet
     std::atomic<std::uint64_t> bytes_up = 0;
     std::atomic<std::uint64_t> bytes_down = 0;
-    core::token_bucket bucket;
+    base::token_bucket bucket;
   };
   struct state;
   // A loop's own index of the sessions it has met: read and grown by that loop only.

@@ -1,6 +1,6 @@
 #include "proxy/plain_requests.hpp"
 
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 #include "proxy/judge.hpp"
 
 #include <boost/asio/write.hpp>
@@ -11,13 +11,13 @@ namespace airlock::proxy {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using core::nothrow;
+using base::nothrow;
 using policy::reason;
 using policy::verdict;
 
 plain_requests::plain_requests(proxy_context& ctx, std::shared_ptr<const policy::compiled_policy> policy,
                                const served_target& t, std::string_view granted_rule,
-                               const core::decision_record& connection)
+                               const record::decision_record& connection)
     : ctx_(ctx),
       policy_(std::move(policy)),
       name_(t.name),
@@ -27,8 +27,8 @@ plain_requests::plain_requests(proxy_context& ctx, std::shared_ptr<const policy:
   connected(connection);
 }
 
-void plain_requests::connected(const core::decision_record& connection) {
-  core::decision_record shared;
+void plain_requests::connected(const record::decision_record& connection) {
+  record::decision_record shared;
   shared.session = connection.session;
   shared.client = connection.client;
   shared.dst = connection.dst;
@@ -39,18 +39,18 @@ void plain_requests::connected(const core::decision_record& connection) {
   connection_ = steps::pack(shared);
 }
 
-core::decision_record plain_requests::line_for() const {
+record::decision_record plain_requests::line_for() const {
   auto rec = steps::unpack(connection_);
-  rec.event = core::event_kind::http;
+  rec.event = record::event_kind::http;
   rec.proto = "http";
   return rec;
 }
 
-unsigned plain_requests::refused(core::decision_record rec, unsigned status) {
+unsigned plain_requests::refused(record::decision_record rec, unsigned status) {
   rec.verdict = verdict::deny;
   rec.status = status;
   ctx_.log.emit(rec);
-  refusal_ = std::make_unique<core::decision_record>(std::move(rec));
+  refusal_ = std::make_unique<record::decision_record>(std::move(rec));
   return status;
 }
 

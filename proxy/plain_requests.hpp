@@ -29,19 +29,19 @@ class plain_requests final : private request_gate::judge {
   // `connection`: the allowed connection's record, whose shared fields each request's
   // line repeats; `policy` keeps the judging policy alive for the connection's life.
   plain_requests(proxy_context& ctx, std::shared_ptr<const policy::compiled_policy> policy, const served_target& t,
-                 std::string_view granted_rule, const core::decision_record& connection);
+                 std::string_view granted_rule, const record::decision_record& connection);
 
   request_gate& gate() noexcept { return gate_; }
   // The upstream it reached, for the lines of later requests.
-  void connected(const core::decision_record& connection);
+  void connected(const record::decision_record& connection);
   // After a refusal: the client hears it, and the connection ends.
   boost::asio::awaitable<void> answer(boost::asio::ip::tcp::socket& client);
 
  private:
   unsigned request(const http_head::request& r, std::uint64_t number) override;
   unsigned refuse(request_gate::unframed why, const http_head::request* head, std::uint64_t number) override;
-  core::decision_record line_for() const;
-  unsigned refused(core::decision_record rec, unsigned status);
+  record::decision_record line_for() const;
+  unsigned refused(record::decision_record rec, unsigned status);
 
   proxy_context& ctx_;
   std::shared_ptr<const policy::compiled_policy> policy_;
@@ -51,7 +51,7 @@ class plain_requests final : private request_gate::judge {
   std::string granted_rule_;
   std::string connection_;  // the connection's record, packed (steps::pack): its shared fields
   std::string plain_host_;  // judge_request's: the first request's host and port
-  std::unique_ptr<core::decision_record> refusal_;  // the refused request's line, once there is one
+  std::unique_ptr<record::decision_record> refusal_;  // the refused request's line, once there is one
   request_gate gate_{*this};
 };
 

@@ -1,6 +1,6 @@
 #include "proxy/relay.hpp"
 
-#include "core/deadline_watch.hpp"
+#include "base/deadline_watch.hpp"
 #include "proxy/edge_wait.hpp"
 #include "proxy/own_socket.hpp"
 
@@ -148,12 +148,12 @@ bool stopped_at_urgent_byte(tcp::socket& s, bool ended) noexcept {
 // loop is torn down with the wait pending), the object is freed with the awaiting
 // coroutine's handler, so that coroutine unwinds (and logs its line) like any other.
 template <typename Handler>
-class relay_op : private core::deadline_watch::entry {
+class relay_op : private base::deadline_watch::entry {
  public:
   relay_op(Handler handler, tcp::socket& client, tcp::socket& upstream, clock::duration idle_limit,
            relay_meter* meter, request_gate* gate)
       : handler_(std::move(handler)),
-        watch_(core::deadline_watch::of(client.get_executor())),
+        watch_(base::deadline_watch::of(client.get_executor())),
         idle_limit_(idle_limit),
         meter_(meter),
         gate_(gate),
@@ -176,7 +176,7 @@ class relay_op : private core::deadline_watch::entry {
       asio::post(ways_[0].from.get_executor(), [h = hold(this)]() mutable { h.ran(); });  // completes once posted
       return;
     }
-    on_due = [](core::deadline_watch::entry& e) { static_cast<relay_op&>(e).timed_out(); };
+    on_due = [](base::deadline_watch::entry& e) { static_cast<relay_op&>(e).timed_out(); };
     watch_.watch(*this, idle_limit_, ways_[0].from.get_executor());
     // A gate that refused a request among the first bytes: only the answers to the ones
     // before it are still to come.
@@ -511,7 +511,7 @@ class relay_op : private core::deadline_watch::entry {
   }
 
   Handler handler_;
-  core::deadline_watch& watch_;
+  base::deadline_watch& watch_;
   clock::duration idle_limit_;
   relay_meter* meter_;
   request_gate* gate_;

@@ -1,7 +1,7 @@
 #include "proxy/served_connection.hpp"
 
 #include "certs/tls_contexts.hpp"
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 #include "proxy/http_exchange.hpp"
 #include "proxy/served_streams.hpp"
 
@@ -12,7 +12,7 @@ namespace airlock::proxy {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using asio::ip::tcp;
-using core::nothrow;
+using base::nothrow;
 using policy::reason;
 using policy::verdict;
 

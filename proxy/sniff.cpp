@@ -1,7 +1,7 @@
 #include "proxy/sniff.hpp"
 
-#include "core/deadline.hpp"
-#include "core/deadline_watch.hpp"
+#include "base/deadline.hpp"
+#include "base/deadline_watch.hpp"
 #include "proxy/edge_wait.hpp"
 #include "proxy/first_message.hpp"
 #include "proxy/http_head.hpp"
@@ -44,7 +44,7 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
   std::vector<std::byte> bytes;
   // For the whole of it, a quiet start included; most first messages are whole by the
   // accept, so it is watched only from the first wait.
-  core::cancel_after_first_wait deadline(client, limit);
+  base::cancel_after_first_wait deadline(client, limit);
   std::array<std::byte, 4096> chunk;
   // Most clients have spoken by the time they are accepted: the first read is tried at
   // once, with no wait and no asking first how much is queued.
@@ -53,8 +53,8 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
     deadline.arm();
     found_empty(client);  // the read below waits for the bytes without trying first
     if (quiet_limit) {
-      const core::cancel_after quiet(client, *quiet_limit);
-      co_await client.async_wait(asio::ip::tcp::socket::wait_read, core::nothrow);
+      const base::cancel_after quiet(client, *quiet_limit);
+      co_await client.async_wait(asio::ip::tcp::socket::wait_read, base::nothrow);
       if (quiet.passed() && !deadline.passed()) {
         sniffed s;
         s.type = sniffed::kind::opaque;
@@ -70,7 +70,7 @@ asio::awaitable<sniffed> sniff(asio::ip::tcp::socket& client, std::chrono::stead
     if (!have_first) deadline.arm();
     auto [ec, n] = std::exchange(have_first, false)
                        ? first
-                       : co_await client.async_read_some(asio::buffer(chunk), core::nothrow);
+                       : co_await client.async_read_some(asio::buffer(chunk), base::nothrow);
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
     if (deadline.passed()) break;
     if (ec && ec != asio::error::eof) co_return failed_as(bytes, reason::truncated);

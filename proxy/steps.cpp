@@ -1,7 +1,7 @@
 #include "proxy/steps.hpp"
 
-#include "core/deadline.hpp"
-#include "core/deadline_watch.hpp"
+#include "base/deadline.hpp"
+#include "base/deadline_watch.hpp"
 #include "dns/lookup.hpp"
 #include "policy/own_addresses.hpp"
 #include "proxy/own_socket.hpp"
@@ -26,7 +26,7 @@ namespace airlock::proxy::steps {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using core::nothrow;
+using base::nothrow;
 using policy::reason;
 
 std::string text(const tcp::endpoint& ep) { return policy::endpoint_config{ep.address(), ep.port()}.to_string(); }
@@ -46,7 +46,7 @@ std::uint64_t milliseconds_since(std::chrono::steady_clock::time_point t) noexce
 
 // What the decision line said and the close line does not repeat: its first `decided_notes`
 // notes and the process.
-void forget_decided(core::decision_record& rec, std::size_t decided_notes) {
+void forget_decided(record::decision_record& rec, std::size_t decided_notes) {
   const auto n = static_cast<std::ptrdiff_t>(std::min(decided_notes, rec.notes.size()));
   rec.notes.erase(rec.notes.begin(), rec.notes.begin() + n);
   rec.process_json.clear();
@@ -62,9 +62,9 @@ void emit_once::decide() {
   decided_notes = record.notes.size();
 }
 
-void make_close_line(core::decision_record& rec, std::size_t decided_notes,
+void make_close_line(record::decision_record& rec, std::size_t decided_notes,
                      std::chrono::steady_clock::time_point started) {
-  rec.event = core::event_kind::close;
+  rec.event = record::event_kind::close;
   rec.ts = std::chrono::system_clock::now();
   forget_decided(rec, decided_notes);
   rec.duration_ms = milliseconds_since(started);
@@ -99,14 +99,14 @@ void start_probe(proxy_context& ctx, emit_once& line, tcp::socket& accepted, con
                                          accepted.get_executor());
 }
 
-std::string refusal_response(unsigned status, const core::decision_record& rec) {
+std::string refusal_response(unsigned status, const record::decision_record& rec) {
   const char* text = status == 400   ? "Bad Request"
                      : status == 421 ? "Misdirected Request"
                      : status == 502 ? "Bad Gateway"
                                      : "Forbidden";
-  const std::string body = "{\"reason\":" + core::json_quote(policy::to_string(rec.reason)) +
-                           ",\"rule\":" + core::json_quote(rec.rule) + ",\"name\":" + core::json_quote(rec.name) +
-                           ",\"session\":" + core::json_quote(rec.session) + "}\n";
+  const std::string body = "{\"reason\":" + record::json_quote(policy::to_string(rec.reason)) +
+                           ",\"rule\":" + record::json_quote(rec.rule) + ",\"name\":" + record::json_quote(rec.name) +
+                           ",\"session\":" + record::json_quote(rec.session) + "}\n";
   return "HTTP/1.1 " + std::to_string(status) + " " + text +
          "\r\nContent-Type: application/json\r\nConnection: close\r\nX-Airlock-Reason: " +
          std::string(policy::to_string(rec.reason)) + "\r\nContent-Length: " + std::to_string(body.size()) +
@@ -118,7 +118,7 @@ asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, emit_on
     line.record.process_json = co_await line.probe.json(std::chrono::milliseconds(100));
     line.probe = {};
   }
-  const core::decision_record& rec = line.record;
+  const record::decision_record& rec = line.record;
   boost::system::error_code ignored;
   if (channel == sniffed::kind::tls) {
     // Fatal alert access_denied(49) in a TLS 1.2-framed record: every TLS version reads it.
@@ -154,8 +154,8 @@ std::string_view admit(proxy_context& ctx, limiter::ticket& ticket, const std::s
 }
 
 void log_refused_at_accept(proxy_context& ctx, const tcp::endpoint& client, std::string_view limit) {
-  core::decision_record rec;
-  rec.event = core::event_kind::connect;
+  record::decision_record rec;
+  rec.event = record::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
@@ -171,7 +171,7 @@ void log_refused_at_accept(proxy_context& ctx, const tcp::endpoint& client, std:
   const emit_once line{ctx.log, rec};
 }
 
-void cut_by_budget(core::decision_record& rec, std::string_view budget) {
+void cut_by_budget(record::decision_record& rec, std::string_view budget) {
   rec.verdict = policy::verdict::deny;
   rec.reason = reason::limit_exceeded;
   rec.rule = "default";
@@ -215,7 +215,7 @@ asio::awaitable<bool> connect_and_send_first(asio::ip::tcp::socket& client, asio
 }
 
 bool destination_reachable(proxy_context& ctx, const policy::compiled_policy& p, const asio::ip::address& address,
-                           std::uint16_t port, core::decision_record& rec) {
+                           std::uint16_t port, record::decision_record& rec) {
   const auto own = ctx.policies.own();
   if (policy::reachable(p, own.get(), address, port)) return true;
   rec.verdict = policy::verdict::deny;
@@ -226,7 +226,7 @@ bool destination_reachable(proxy_context& ctx, const policy::compiled_policy& p,
 
 asio::awaitable<std::vector<asio::ip::address>> own_resolution(proxy_context& ctx, const policy::compiled_policy& p,
                                                                const policy::domain_name& name, std::uint16_t port,
-                                                               core::decision_record& rec, dns::ask_first first) {
+                                                               record::decision_record& rec, dns::ask_first first) {
   std::vector<asio::ip::address> targets;
   // What this loop found for the name lately, first (dns/address_memo.hpp). Else the
   // resolver, which lives on the DNS loop: a connection on another loop reads the shared
@@ -360,7 +360,7 @@ struct unpacker {
 
 }  // namespace
 
-std::string pack(const core::decision_record& r) {
+std::string pack(const record::decision_record& r) {
   // Built in a reused buffer, then copied once at its exact size: the copy is what a
   // relayed connection holds.
   thread_local std::string scratch;
@@ -370,8 +370,8 @@ std::string pack(const core::decision_record& r) {
   return std::string(scratch);
 }
 
-core::decision_record unpack(std::string_view packed) {
-  core::decision_record r;
+record::decision_record unpack(std::string_view packed) {
+  record::decision_record r;
   unpacker u{packed};
   each_field(u, r);
   return r;
@@ -384,7 +384,7 @@ void relayed_line::take(emit_once& line) {
   forget_decided(rec, *line.decided_notes);
   packed_ = pack(rec);
 #ifndef NDEBUG
-  if (core::render_json_line(unpack(packed_)) != core::render_json_line(rec)) {
+  if (record::render_json_line(unpack(packed_)) != record::render_json_line(rec)) {
     std::fprintf(stderr, "airlock: a decision record field is not packed (proxy/steps.cpp each_field)\n");
     std::abort();
   }
@@ -479,7 +479,7 @@ asio::awaitable<upstream_reached> connect_any(tcp::socket& upstream, const std::
                                               std::span<const std::byte> first) {
   // To an origin on a local link the connect is most often established before there is a
   // wait (check_established).
-  core::cancel_after_first_wait deadline(upstream, limit, core::when_due::close);
+  base::cancel_after_first_wait deadline(upstream, limit, base::when_due::close);
   upstream_reached out;
   for (const auto& address : addresses) {
     const tcp::endpoint ep(address, port);

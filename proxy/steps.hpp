@@ -3,7 +3,7 @@
 // refusal in the channel's language, airlock's own resolution of an allowed name, and
 // the connect to it. Each handler reads top to bottom and calls these.
 #include "attribution/probe.hpp"
-#include "core/decision.hpp"
+#include "record/decision.hpp"
 #include "dns/lookup.hpp"
 #include "policy/domain_name.hpp"
 #include "policy/snapshot.hpp"
@@ -41,8 +41,8 @@ bool peer_gone(boost::asio::ip::tcp::socket& s) noexcept;
 // `close` line with what came after: bytes, duration, the notes added since. When a
 // process lookup was started, the decision line waits for it (briefly, off the data path).
 struct emit_once {
-  core::decision_sink& sink;
-  core::decision_record& record;
+  record::decision_sink& sink;
+  record::decision_record& record;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   attribution::probe probe{};
   bool armed = true;  // false once a relayed_line has taken the line over
@@ -55,7 +55,7 @@ struct emit_once {
 
 // `rec`, a decided connection's record, as its close line: `decided_notes` of its notes
 // were on the decision line, and it began at `started`.
-void make_close_line(core::decision_record& rec, std::size_t decided_notes,
+void make_close_line(record::decision_record& rec, std::size_t decided_notes,
                      std::chrono::steady_clock::time_point started);
 
 // The close line of a connection that only relays now. GCC keeps every local of a
@@ -67,7 +67,7 @@ void make_close_line(core::decision_record& rec, std::size_t decided_notes,
 // outcome, on every way out, like emit_once.
 class relayed_line {
  public:
-  explicit relayed_line(core::decision_sink& sink) noexcept : sink_(sink) {}
+  explicit relayed_line(record::decision_sink& sink) noexcept : sink_(sink) {}
   relayed_line(const relayed_line&) = delete;
   relayed_line& operator=(const relayed_line&) = delete;
   ~relayed_line();
@@ -81,7 +81,7 @@ class relayed_line {
   void note(std::string n) noexcept { note_ = std::move(n); }
 
  private:
-  core::decision_sink& sink_;
+  record::decision_sink& sink_;
   std::string packed_;  // empty: nothing taken, nothing to emit
   std::chrono::steady_clock::time_point started_{};
   std::optional<relay_totals> totals_;
@@ -111,8 +111,8 @@ boost::asio::awaitable<void> judge_then_relay(boost::asio::ip::tcp::socket clien
                                               proxy_context& ctx, judge_fn judge);
 
 // A decision record as one string and back (exposed for tests).
-std::string pack(const core::decision_record& r);
-core::decision_record unpack(std::string_view packed);
+std::string pack(const record::decision_record& r);
+record::decision_record unpack(std::string_view packed);
 
 // Starts looking up the sandbox process behind this connection, when its session was
 // started by airlock (it has a network namespace to look in). `addressed`: where the client
@@ -131,11 +131,11 @@ boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffe
 
 // The HTTP refusal: `status` (400, 403, 421 or 502), Connection: close, the reason in
 // X-Airlock-Reason and a JSON body naming reason, rule, name and session.
-std::string refusal_response(unsigned status, const core::decision_record& rec);
+std::string refusal_response(unsigned status, const record::decision_record& rec);
 
 // Admits a connection of `session`: the limit it is over, or empty. The first is the log's:
 // while it cannot record, nothing new goes out (log.when_unwritable: refuse), whatever the
-// session's own limits say; then memory ("memory": core/overload.hpp's refusing level).
+// session's own limits say; then memory ("memory": base/overload.hpp's refusing level).
 std::string_view admit(proxy_context& ctx, limiter::ticket& ticket, const std::string& session);
 
 // Past a cap or a session's limit: a logged deny (limit_exceeded, the note names the
@@ -147,7 +147,7 @@ boost::asio::awaitable<void> refuse_over_limit(boost::asio::ip::tcp::socket& cli
 void log_refused_at_accept(proxy_context& ctx, const boost::asio::ip::tcp::endpoint& client, std::string_view limit);
 
 // An allowed connection cut because its session spent a byte budget: the line says so.
-void cut_by_budget(core::decision_record& rec, std::string_view budget);
+void cut_by_budget(record::decision_record& rec, std::string_view budget);
 
 // Airlock's own resolution of an allowed name, minus special addresses that no cidr rule
 // of this policy allows. Empty when there is nothing to connect to; then `rec` says why
@@ -155,13 +155,13 @@ void cut_by_budget(core::decision_record& rec, std::string_view budget);
 // address family asked first (the other only when it has none).
 boost::asio::awaitable<std::vector<boost::asio::ip::address>> own_resolution(
     proxy_context& ctx, const policy::compiled_policy& p, const policy::domain_name& name, std::uint16_t port,
-    core::decision_record& rec, dns::ask_first first = dns::ask_first::a);
+    record::decision_record& rec, dns::ask_first first = dns::ask_first::a);
 
 // A connection without a name goes to the address its client chose: false, with `rec` a
 // private_address denial (note own_address for one of airlock's own), when this policy may
 // not reach it on `port` (policy/own_addresses.hpp). Never softened by audit mode.
 bool destination_reachable(proxy_context& ctx, const policy::compiled_policy& p,
-                           const boost::asio::ip::address& address, std::uint16_t port, core::decision_record& rec);
+                           const boost::asio::ip::address& address, std::uint16_t port, record::decision_record& rec);
 
 // Where a connect got to: the endpoint reached, or none. None because airlock itself had no
 // descriptor left for the upstream socket is airlock's limit, not the upstream's failure,

@@ -2,8 +2,8 @@
 // number in flight. What a proxy pays for reassembling a hello across reads, and whether
 // slow senders hold up everyone else, is what wrk cannot show.
 #include "bench/loadgen/loadgen.hpp"
-#include "core/deadline.hpp"
-#include "core/spawn.hpp"
+#include "base/deadline.hpp"
+#include "base/spawn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,8 +19,8 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using core::nothrow;
-using core::with_deadline;
+using base::nothrow;
+using base::with_deadline;
 using clock = std::chrono::steady_clock;
 
 constexpr auto connect_limit = std::chrono::seconds(5);
@@ -108,7 +108,7 @@ int run_hello(const options& o) {
   asio::io_context io;
   const auto start = clock::now();
   s.end = start + o.duration;
-  for (std::size_t i = 0; i < o.concurrency; ++i) core::spawn_session(io.get_executor(), worker(s), report_errors);
+  for (std::size_t i = 0; i < o.concurrency; ++i) base::spawn_session(io.get_executor(), worker(s), report_errors);
   io.run();
   const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
   std::printf("attempts=%zu answered=%zu refused=%zu failed=%zu elapsed_s=%.2f answered_per_s=%.1f p50_ms=%.2f "

@@ -2,8 +2,8 @@
 // The proxy in between keeps both sides of each connection open; bench/run reads the
 // proxy's memory before and after.
 #include "bench/loadgen/loadgen.hpp"
-#include "core/deadline.hpp"
-#include "core/spawn.hpp"
+#include "base/deadline.hpp"
+#include "base/spawn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -26,8 +26,8 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using core::nothrow;
-using core::with_deadline;
+using base::nothrow;
+using base::with_deadline;
 using tls_stream = asio::ssl::stream<tcp::socket>;
 
 // Each step (connect, handshake, request, response) gets this long: a proxy that stalls
@@ -127,7 +127,7 @@ int run_idle(const options& o) {
 
   const auto started = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < std::min(o.concurrency, o.connections); ++i)
-    core::spawn_session(io.get_executor(), opener(s), report_errors);
+    base::spawn_session(io.get_executor(), opener(s), report_errors);
   io.run();
   const double open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("established=%zu failed=%zu open_s=%.2f first_error=\"%s\"\n", s.held.size(), s.failed, open_s,
@@ -136,7 +136,7 @@ int run_idle(const options& o) {
   write_ready_file(o.ready_file, s.held.size());
 
   io.restart();
-  for (auto& stream : s.held) core::spawn_session(io.get_executor(), watch(s, *stream), report_errors);
+  for (auto& stream : s.held) base::spawn_session(io.get_executor(), watch(s, *stream), report_errors);
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer hold(io, o.hold);
   signals.async_wait([&](auto, int) { io.stop(); });

@@ -5,7 +5,7 @@
 // and prints the decision log's "process" value. With --repeat N it does N lookups one after
 // another and prints their latency (first, median, p90, max, in microseconds) to stderr.
 #include "attribution/finder.hpp"
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       [&]() -> asio::awaitable<void> {
         for (int i = 0; i < repeat; ++i) {
           const auto start = std::chrono::steady_clock::now();
-          auto r = co_await airlock::core::with_deadline(at::async_lookup(finder, netns, key, asio::use_awaitable),
+          auto r = co_await airlock::base::with_deadline(at::async_lookup(finder, netns, key, asio::use_awaitable),
                                                          std::chrono::seconds(5));
           micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
           last = r ? std::move(*r) : at::unknown_result(at::cause::timed_out);

@@ -1,6 +1,6 @@
 #pragma once
 // An event loop on a thread of its own, as the daemon runs them, for tests of what the
-// loops share (core/read_map.hpp and its users).
+// loops share (base/read_map.hpp and its users).
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>

@@ -2,7 +2,7 @@
 // need another network namespace (setns needs CAP_SYS_ADMIN) are skipped when not root.
 #include "attribution/engine.hpp"
 #include "attribution/finder.hpp"
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 
 #include <doctest/doctest.h>
 
@@ -283,7 +283,7 @@ TEST_CASE("finder: a caller that stops waiting gets control back at its deadline
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        got = co_await airlock::core::with_deadline(at::async_lookup(*f, self_netns, pair.key(), asio::use_awaitable),
+        got = co_await airlock::base::with_deadline(at::async_lookup(*f, self_netns, pair.key(), asio::use_awaitable),
                                                     20ms);
       },
       [](std::exception_ptr e) {

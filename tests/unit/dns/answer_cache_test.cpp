@@ -1,6 +1,6 @@
 #include "dns/answer_cache.hpp"
 
-#include "core/loop_grace.hpp"
+#include "base/loop_grace.hpp"
 #include "unit/loop_thread.hpp"
 
 #include <boost/asio/post.hpp>
@@ -122,7 +122,7 @@ TEST_CASE("bounded: an entry read since the clock hand last passed it gets anoth
 // Under ASan (the dev preset) a read that met a freed entry fails this test.
 TEST_CASE("shared across loops: the DNS loop stores while another loop reads, without a lock") {
   airlock::test::loop_thread dns_loop, proxy_loop;
-  airlock::core::loop_grace grace;
+  airlock::base::loop_grace grace;
   grace.start(dns_loop.io.get_executor(), {dns_loop.io.get_executor(), proxy_loop.io.get_executor()});
   answer_cache c({.max_entries = 64}, grace);
   const auto now = answer_cache::clock::now();
@@ -235,9 +235,9 @@ TEST_CASE("cached_addresses: AAAA first for a client that used IPv6, A only when
 
 namespace {
 
-struct collected_lines final : airlock::core::decision_sink {
-  std::vector<airlock::core::decision_record> lines;
-  void emit(const airlock::core::decision_record& r) noexcept override { lines.push_back(r); }
+struct collected_lines final : airlock::record::decision_sink {
+  std::vector<airlock::record::decision_record> lines;
+  void emit(const airlock::record::decision_record& r) noexcept override { lines.push_back(r); }
 };
 
 struct query_fixture {

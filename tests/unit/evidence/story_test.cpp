@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 using namespace airlock::evidence;
+using namespace airlock::record;
 namespace json = boost::json;
 
 namespace {

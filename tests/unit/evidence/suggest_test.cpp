@@ -1,4 +1,4 @@
-#include "evidence/log_reader.hpp"
+#include "record/log_reader.hpp"
 #include "evidence/suggest.hpp"
 #include "policy/config.hpp"
 #include "policy/snapshot.hpp"
@@ -8,6 +8,7 @@
 
 using namespace airlock;
 using namespace airlock::evidence;
+using namespace airlock::record;
 
 namespace {
 

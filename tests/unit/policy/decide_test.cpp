@@ -377,7 +377,7 @@ policies:
   CHECK(reachable(p, &own, ip("203.0.113.1"), 9191));
   CHECK(reachable(p, &own, ip("203.0.113.1"), any_port));  // DNS: the own rule allows some port
   CHECK_FALSE(reachable(p, &own, ip("198.51.100.2"), 8080));
-  // Other special addresses: any covering cidr rule, as before; without the own set too.
+  // Other special addresses: any covering cidr rule allows them, with or without the own set.
   CHECK(reachable(p, &own, ip("10.1.2.3"), 5432));
   CHECK_FALSE(reachable(p, &own, ip("10.1.2.3"), 80));
   CHECK_FALSE(reachable(p, nullptr, ip("198.18.0.6"), 8080));

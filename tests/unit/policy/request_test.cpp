@@ -144,7 +144,7 @@ TEST_CASE("config path prefixes and methods are checked as written") {
 TEST_CASE("decide_request: paths and methods of the rules matching name and port") {
   auto s = compile(policy_yaml);
   const auto& p = *s->find_policy("p");
-  // The connection is allowed (and inspected) as before.
+  // The connection itself is allowed (and inspected) by its host rule.
   auto c = p.decide(name("api.example.com"), 443);
   CHECK(c.reason == reason::host_allowed);
   CHECK(c.inspect);

@@ -2,7 +2,7 @@
 // waits (the wait after an empty accept takes the listener's next edge, with no re-arm), the
 // socket it returns (non-blocking, with the peer accept gave), a closed listener, and a loop
 // torn down mid-wait.
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 #include "proxy/own_socket.hpp"
 #include "unit/spawn.hpp"
 
@@ -23,7 +23,7 @@ namespace {
 namespace asio = boost::asio;
 using airlock::test::spawn;
 using asio::ip::tcp;
-using airlock::core::nothrow;
+using airlock::base::nothrow;
 using airlock::proxy::accept_nonblocking;
 using namespace std::chrono_literals;
 

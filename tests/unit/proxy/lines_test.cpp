@@ -13,14 +13,14 @@ using namespace airlock;
 using proxy::steps::emit_once;
 using proxy::steps::relayed_line;
 
-struct collect final : core::decision_sink {
-  std::vector<core::decision_record> lines;
-  void emit(const core::decision_record& r) noexcept override { lines.push_back(r); }
+struct collect final : record::decision_sink {
+  std::vector<record::decision_record> lines;
+  void emit(const record::decision_record& r) noexcept override { lines.push_back(r); }
 };
 
-core::decision_record allowed_connection() {
-  core::decision_record r;
-  r.event = core::event_kind::connect;
+record::decision_record allowed_connection() {
+  record::decision_record r;
+  r.event = record::event_kind::connect;
   r.conn = 42;
   r.session = "s";
   r.name = "example.com";
@@ -40,7 +40,7 @@ collect relayed_connection(const proxy::relay_totals& totals, std::uint64_t sent
   {
     relayed_line relayed(sink);
     {
-      core::decision_record r = allowed_connection();
+      record::decision_record r = allowed_connection();
       emit_once line{sink, r};
       relayed.take(line);
     }
@@ -53,24 +53,24 @@ collect relayed_connection(const proxy::relay_totals& totals, std::uint64_t sent
 TEST_CASE("a denial has one line, written on the way out") {
   collect sink;
   {
-    core::decision_record r = allowed_connection();
+    record::decision_record r = allowed_connection();
     emit_once line{sink, r};
     r.verdict = policy::verdict::deny;
     CHECK(sink.lines.empty());
   }
   REQUIRE(sink.lines.size() == 1);
-  CHECK(sink.lines[0].event == core::event_kind::connect);
+  CHECK(sink.lines[0].event == record::event_kind::connect);
   CHECK(sink.lines[0].duration_ms.has_value());
 }
 
 TEST_CASE("a served connection's decision is written when decided, its close at the end with what came after") {
   collect sink;
   {
-    core::decision_record r = allowed_connection();
+    record::decision_record r = allowed_connection();
     emit_once line{sink, r};
     line.decide();
     REQUIRE(sink.lines.size() == 1);
-    CHECK(sink.lines[0].event == core::event_kind::connect);
+    CHECK(sink.lines[0].event == record::event_kind::connect);
     CHECK(sink.lines[0].notes == std::vector<std::string>{"name_from_dns_answer"});
     CHECK_FALSE(sink.lines[0].bytes_up.has_value());
     line.decide();  // once only
@@ -81,7 +81,7 @@ TEST_CASE("a served connection's decision is written when decided, its close at 
   }
   REQUIRE(sink.lines.size() == 2);
   const auto& close = sink.lines[1];
-  CHECK(close.event == core::event_kind::close);
+  CHECK(close.event == record::event_kind::close);
   CHECK(close.conn == 42);
   CHECK(close.verdict == policy::verdict::allow);
   CHECK(close.notes == std::vector<std::string>{"requests:2"});
@@ -97,9 +97,9 @@ TEST_CASE("a relayed connection's decision is written when the relay takes it; i
   totals.idle_timeout = true;
   const auto sink = relayed_connection(totals, 3);
   REQUIRE(sink.lines.size() == 2);
-  CHECK(sink.lines[0].event == core::event_kind::connect);
+  CHECK(sink.lines[0].event == record::event_kind::connect);
   const auto& close = sink.lines[1];
-  CHECK(close.event == core::event_kind::close);
+  CHECK(close.event == record::event_kind::close);
   CHECK(close.conn == 42);
   CHECK(close.name == "example.com");
   CHECK(close.bytes_up == 8);  // the first bytes sent before the relay too
@@ -113,7 +113,7 @@ TEST_CASE("a relayed connection cut by a budget closes as a deny that says so") 
   const auto sink = relayed_connection(totals, 0);
   REQUIRE(sink.lines.size() == 2);
   CHECK(sink.lines[0].verdict == policy::verdict::allow);
-  CHECK(sink.lines[1].event == core::event_kind::close);
+  CHECK(sink.lines[1].event == record::event_kind::close);
   CHECK(sink.lines[1].verdict == policy::verdict::deny);
   CHECK(sink.lines[1].reason == policy::reason::limit_exceeded);
   CHECK(std::find(sink.lines[1].notes.begin(), sink.lines[1].notes.end(), "cut_open_connection") !=

@@ -4,7 +4,7 @@
 // sockets are opened as the data path opens them (registered with the loop by airlock,
 // proxy/own_socket.hpp); the tests that turn on what the loop reported also run on sockets
 // Asio registered.
-#include "core/deadline.hpp"
+#include "base/deadline.hpp"
 #include "proxy/own_socket.hpp"
 #include "proxy/relay.hpp"
 #include "unit/spawn.hpp"
@@ -30,7 +30,7 @@ namespace {
 namespace asio = boost::asio;
 using airlock::test::spawn;
 using asio::ip::tcp;
-using airlock::core::nothrow;
+using airlock::base::nothrow;
 using airlock::proxy::relay;
 using airlock::proxy::relay_meter;
 using airlock::proxy::relay_totals;

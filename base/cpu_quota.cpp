@@ -1,0 +1,93 @@
+#include "base/cpu_quota.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+
+namespace airlock::base::cpu_quota {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<std::uint64_t> number(std::string_view s) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> ratio(std::string_view quota, std::string_view period) {
+  const auto q = number(trimmed(quota)), p = number(trimmed(period));
+  if (!q || !p || *q == 0 || *p == 0) return std::nullopt;
+  return static_cast<double>(*q) / static_cast<double>(*p);
+}
+
+// The smallest of `of(dir)` for `own` and each parent up to `mount`, both included. An
+// `own` outside `mount` (a cgroup path with "..": outside the namespace's root) gives none.
+template <typename Of>
+std::optional<double> least_up_to(const fs::path& mount, const fs::path& own, Of of) {
+  fs::path rel = own.lexically_normal().lexically_relative(mount.lexically_normal());
+  if (rel.empty() || *rel.begin() == "..") return std::nullopt;
+  std::optional<double> least;
+  for (;;) {
+    const fs::path dir = rel == "." ? mount : mount / rel;
+    if (const auto cpus = of(dir); cpus && (!least || *cpus < *least)) least = cpus;
+    if (rel == "." || rel.empty()) break;
+    rel = rel.parent_path();
+    if (rel.empty()) rel = ".";
+  }
+  return least;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return in ? std::string(std::istreambuf_iterator<char>(in), {}) : std::string();
+}
+
+}  // namespace
+
+std::optional<double> cpus_of(std::string_view cpu_max) {
+  const auto line = trimmed(cpu_max);
+  const auto space = line.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  return ratio(line.substr(0, space), line.substr(space + 1));  // "max": no number, no limit
+}
+
+std::optional<double> cpus_of_v1(std::string_view cfs_quota_us, std::string_view cfs_period_us) {
+  return ratio(cfs_quota_us, cfs_period_us);  // "-1": no number, no limit
+}
+
+std::optional<double> limit(const cgroup_layout& l, const reader& read) {
+  std::optional<double> least;
+  const auto keep = [&least](std::optional<double> cpus) {
+    if (cpus && (!least || *cpus < *least)) least = cpus;
+  };
+  if (!l.v2_mount.empty() && !l.v2_own.empty())
+    keep(least_up_to(l.v2_mount, l.v2_mount / fs::path(l.v2_own).relative_path(),
+                     [&](const fs::path& dir) { return cpus_of(read(dir / "cpu.max")); }));
+  if (l.cpu)
+    keep(least_up_to(l.cpu->mount, l.cpu->own, [&](const fs::path& dir) {
+      return cpus_of_v1(read(dir / "cpu.cfs_quota_us"), read(dir / "cpu.cfs_period_us"));
+    }));
+  return least;
+}
+
+unsigned loops_for(double cpus) {
+  if (!(cpus >= 1)) return 1;  // also NaN
+  if (cpus >= 4096) return 4096;
+  return static_cast<unsigned>(std::ceil(cpus));
+}
+
+std::optional<double> of_this_process() {
+  return limit(read_cgroup_layout(read_file("/proc/self/mountinfo"), read_file("/proc/self/cgroup"), read_file),
+               read_file);
+}
+
+}  // namespace airlock::base::cpu_quota

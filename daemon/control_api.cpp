@@ -1,0 +1,193 @@
+#include "daemon/control_api.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+namespace airlock::daemon {
+namespace {
+
+namespace json = boost::json;
+
+using parse_result = boost::system::result<control::session_request, std::string>;
+
+parse_result bad(std::string message) { return parse_result(boost::system::in_place_error, std::move(message)); }
+
+// A JSON object of strings, as labels are written.
+boost::system::result<record::label_list, std::string> labels_of(const json::value& v, std::string_view field) {
+  using result = boost::system::result<record::label_list, std::string>;
+  if (!v.is_object()) return result(boost::system::in_place_error, std::string(field) + ": expected an object of strings");
+  record::label_list out;
+  for (const auto& kv : v.as_object()) {
+    if (!kv.value().is_string())
+      return result(boost::system::in_place_error, std::string(field) + "." + std::string(kv.key()) + ": expected a string");
+    out.emplace_back(std::string(kv.key()), std::string(kv.value().as_string()));
+  }
+  return out;
+}
+
+boost::system::result<std::vector<std::string>, std::string> strings_of(const json::value& v, std::string_view field) {
+  using result = boost::system::result<std::vector<std::string>, std::string>;
+  if (!v.is_array()) return result(boost::system::in_place_error, std::string(field) + ": expected an array of strings");
+  std::vector<std::string> out;
+  for (const auto& s : v.as_array()) {
+    if (!s.is_string()) return result(boost::system::in_place_error, std::string(field) + ": expected an array of strings");
+    out.emplace_back(s.as_string());
+  }
+  return out;
+}
+
+json::object labels_json(const record::label_list& labels) {
+  json::object o;
+  for (const auto& [k, v] : labels) o[k] = v;
+  return o;
+}
+
+json::object totals_object(const control::session_totals& t) {
+  return json::object{{"dns_queries", t.dns_queries},
+                      {"connections_allowed", t.connections_allowed},
+                      {"connections_denied", t.connections_denied},
+                      {"bytes_up", t.bytes_up},
+                      {"bytes_down", t.bytes_down}};
+}
+
+json::object view_json(const session_view& v) {
+  json::array sources;
+  for (const auto& s : v.sources) sources.emplace_back(s);
+  return json::object{{"id", v.id},
+                      {"policy", v.policy},
+                      {"sources", std::move(sources)},
+                      {"labels", labels_json(v.labels)},
+                      {"tool_call", v.tool_call.empty() ? json::value(nullptr) : json::value(v.tool_call)},
+                      {"runtime", v.runtime},
+                      {"netns", v.netns.empty() ? json::value(nullptr) : json::value(v.netns)},
+                      {"totals", totals_object(v.totals)}};
+}
+
+http_response ok(int status, const json::value& v) {
+  return http_response{status, "application/json", json::serialize(v) + "\n"};
+}
+
+http_response refused(const registry_error& e) {
+  json::array errors;
+  for (const auto& m : e.messages) errors.emplace_back(m);
+  std::string first = e.messages.empty() ? "refused" : e.messages.front();
+  return ok(e.status, json::object{{"error", first}, {"errors", std::move(errors)}});
+}
+
+// "/v1/sessions/ID[/rest]" -> (ID, rest)
+std::optional<std::pair<std::string, std::string>> session_path(std::string_view target) {
+  constexpr std::string_view prefix = "/v1/sessions/";
+  if (!target.starts_with(prefix)) return std::nullopt;
+  target.remove_prefix(prefix.size());
+  const auto slash = target.find('/');
+  std::string id(target.substr(0, slash));
+  std::string rest(slash == std::string_view::npos ? std::string_view() : target.substr(slash));
+  if (id.empty()) return std::nullopt;
+  return std::pair{std::move(id), std::move(rest)};
+}
+
+http_response handle(control_hooks& h, const http_request& req) {
+  std::string_view target = req.target;
+  if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  const auto& m = req.method;
+
+  if (target == "/v1/info" && m == "GET") return http_response{200, "application/json", h.info_json()};
+  if (target == "/v1/stats" && m == "GET") {
+    const auto s = h.sample();
+    return ok(200, json::object{{"active_connections", s.active_connections},
+                                {"sessions", s.sessions},
+                                {"log_queue_depth", s.log_queue_depth},
+                                {"log_dropped_total", s.log_dropped_total}});
+  }
+  if (target == "/v1/reload" && m == "POST") {
+    auto snap = h.reload();
+    if (!snap.has_value()) return refused(snap.error());
+    return ok(200, json::object{{"policy_version", (*snap)->version()}, {"rules", (*snap)->rule_count()}});
+  }
+  if (target == "/v1/sessions") {
+    if (m == "GET") {
+      json::array all;
+      for (const auto& v : h.registry.list()) all.emplace_back(view_json(v));
+      return ok(200, json::object{{"sessions", std::move(all)}});
+    }
+    if (m == "POST") {
+      auto request = parse_session_request(req.body);
+      if (!request.has_value()) return json_error(400, request.error());
+      auto id = h.registry.add(*request);
+      if (!id.has_value()) return refused(id.error());
+      return ok(201, json::object{{"id", *id}});
+    }
+    return json_error(405, "use GET or POST on /v1/sessions");
+  }
+  if (auto path = session_path(target)) {
+    const auto& [id, rest] = *path;
+    if (rest.empty() && m == "GET") {
+      auto v = h.registry.find(id);
+      if (!v) return json_error(404, "no session '" + id + "'");
+      return ok(200, view_json(*v));
+    }
+    if (rest.empty() && m == "DELETE") {
+      auto totals = h.registry.remove(id);
+      if (!totals.has_value()) return refused(totals.error());
+      return ok(200, totals_object(*totals));
+    }
+    if (rest == "/context" && (m == "PUT" || m == "POST")) {
+      boost::system::error_code ec;
+      const auto body = json::parse(req.body, ec);
+      if (ec || !body.is_object()) return json_error(400, "expected a JSON object {\"tool_call\": ..., \"labels\": {...}}");
+      std::string tool_call;
+      record::label_list labels;
+      if (const auto* t = body.as_object().if_contains("tool_call"); t && !t->is_null()) {
+        if (!t->is_string()) return json_error(400, "tool_call: expected a string");
+        tool_call = std::string(t->as_string());
+      }
+      if (const auto* l = body.as_object().if_contains("labels")) {
+        auto parsed = labels_of(*l, "labels");
+        if (!parsed.has_value()) return json_error(400, parsed.error());
+        labels = std::move(*parsed);
+      }
+      auto done = h.registry.set_context(id, tool_call, labels);
+      if (!done.has_value()) return refused(done.error());
+      return ok(200, json::object{{"id", id}});
+    }
+  }
+  return json_error(404, "no such endpoint: " + m + " " + std::string(target) + " (see GET /v1/info)");
+}
+
+}  // namespace
+
+parse_result parse_session_request(std::string_view body) {
+  boost::system::error_code ec;
+  const auto v = json::parse(body, ec);
+  if (ec) return bad("body is not JSON: " + ec.message());
+  if (!v.is_object()) return bad("body: expected a JSON object");
+  control::session_request r;
+  for (const auto& kv : v.as_object()) {
+    const std::string_view key = kv.key();
+    const auto& value = kv.value();
+    if (key == "id" || key == "policy" || key == "netns") {
+      if (!value.is_string()) return bad(std::string(key) + ": expected a string");
+      (key == "id" ? r.id : key == "policy" ? r.policy : r.netns) = std::string(value.as_string());
+    } else if (key == "sources" || key == "allow") {
+      auto list = strings_of(value, key);
+      if (!list.has_value()) return bad(list.error());
+      (key == "sources" ? r.sources : r.allow) = std::move(*list);
+    } else if (key == "labels") {
+      auto labels = labels_of(value, key);
+      if (!labels.has_value()) return bad(labels.error());
+      r.labels = std::move(*labels);
+    } else {
+      return bad("unknown field '" + std::string(key) + "' (expected id, sources, policy, allow, labels, netns)");
+    }
+  }
+  return r;
+}
+
+std::string totals_json(const control::session_totals& t) { return json::serialize(totals_object(t)); }
+
+http_handler make_control_handler(control_hooks hooks) {
+  return [h = std::move(hooks)](const http_request& req) mutable { return handle(h, req); };
+}
+
+}  // namespace airlock::daemon

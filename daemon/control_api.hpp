@@ -1,0 +1,36 @@
+#pragma once
+// The control API: HTTP/1.1 + JSON on a unix socket only the daemon's owner can open
+// (mode 0600). Launchers and agent runtimes register, inspect and remove sessions, set
+// a session's current tool call and labels, reload the policy and read stats.
+//
+//   GET    /v1/info                   listeners, policy version, decision log path, inspection CA
+//   GET    /v1/sessions               every session with its totals
+//   POST   /v1/sessions               {"id"?, "sources": [CIDR], "policy"?, "allow"?: [HOST[:PORT]],
+//                                      "labels"?: {K: V}, "netns"?: PATH}  -> 201 {"id"}
+//   GET    /v1/sessions/ID            one session
+//   DELETE /v1/sessions/ID            -> its totals (and a session close line in the log)
+//   PUT    /v1/sessions/ID/context    {"tool_call"?: S, "labels"?: {K: V}}
+//   POST   /v1/reload                 -> {"policy_version", "rules"} or 422 {"error", "errors": [FILE:LINE:COL: ...]}
+//   GET    /v1/stats                  active connections, sessions, log queue and drops
+#include "daemon/http_server.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/session_registry.hpp"
+
+#include <functional>
+
+namespace airlock::daemon {
+
+struct control_hooks {
+  session_registry& registry;
+  std::function<registry_result<std::shared_ptr<const policy::snapshot>>()> reload;
+  std::function<std::string()> info_json;  // the body of GET /v1/info
+  std::function<metrics_sample()> sample;
+};
+
+http_handler make_control_handler(control_hooks hooks);
+
+// Turns a POST /v1/sessions body into a request; the message says which field is wrong.
+boost::system::result<control::session_request, std::string> parse_session_request(std::string_view body);
+std::string totals_json(const control::session_totals& t);
+
+}  // namespace airlock::daemon

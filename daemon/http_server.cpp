@@ -1,0 +1,107 @@
+#include "daemon/http_server.hpp"
+
+#include "base/deadline.hpp"
+#include "record/decision.hpp"
+#include "base/spawn.hpp"
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <cstdio>
+#include <memory>
+
+namespace airlock::daemon {
+
+namespace asio = boost::asio;
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+// One connection: read a request, answer it, until the peer closes, stays silent past
+// the limit, or asks to close.
+template <typename Socket>
+asio::awaitable<void> serve_connection(Socket socket, std::shared_ptr<const http_handler> handler,
+                                       http_limits limits) {
+  beast::flat_buffer buffer(16 * 1024);
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(16 * 1024);
+    parser.body_limit(limits.max_body);
+    auto read = co_await base::with_deadline(http::async_read(socket, buffer, parser, base::nothrow), limits.read_limit);
+    if (!read) co_return;  // silent too long
+    auto [ec, n] = *read;
+    http_response answer;
+    bool keep_alive = false;
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset) co_return;
+    if (ec == http::error::body_limit) {
+      answer = json_error(413, "request body larger than " + std::to_string(limits.max_body) + " bytes");
+    } else if (ec) {
+      answer = json_error(400, "bad request: " + ec.message());
+    } else {
+      const auto& req = parser.get();
+      keep_alive = req.keep_alive();
+      http_request r{std::string(req.method_string()), std::string(req.target()), req.body()};
+      try {
+        answer = (*handler)(r);
+      } catch (const std::exception& e) {
+        answer = json_error(500, std::string("internal error: ") + e.what());
+      }
+    }
+    http::response<http::string_body> res{static_cast<http::status>(answer.status), 11};
+    res.set(http::field::server, "airlock");
+    res.set(http::field::content_type, answer.content_type);
+    res.keep_alive(keep_alive);
+    res.body() = std::move(answer.body);
+    res.prepare_payload();
+    auto written = co_await base::with_deadline(http::async_write(socket, res, base::nothrow), limits.read_limit);
+    if (!written || std::get<0>(*written) || !keep_alive) co_return;
+  }
+}
+
+template <typename Acceptor>
+asio::awaitable<void> accept_loop(Acceptor& acceptor, http_handler handler, http_limits limits) {
+  auto shared = std::make_shared<const http_handler>(std::move(handler));
+  auto open = std::make_shared<std::size_t>(0);
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(base::nothrow);
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+    if (ec) {
+      asio::steady_timer pause(acceptor.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(base::nothrow);
+      continue;
+    }
+    if (*open >= limits.max_connections) continue;  // closes it: the admin side never starves the proxy
+    ++*open;
+    base::spawn_session(
+        acceptor.get_executor(),
+        [](auto s, auto h, http_limits l, std::shared_ptr<std::size_t> count) -> asio::awaitable<void> {
+          struct release {
+            std::shared_ptr<std::size_t> c;
+            ~release() { --*c; }
+          } guard{count};
+          co_await serve_connection(std::move(s), std::move(h), l);
+        }(std::move(socket), shared, limits, open),
+        [](const char* what) { std::fprintf(stderr, "airlock: http endpoint: internal error: %s\n", what); });
+  }
+}
+
+}  // namespace
+
+http_response json_error(int status, const std::string& message) {
+  return http_response{status, "application/json", "{\"error\":" + record::json_quote(message) + "}\n"};
+}
+
+asio::awaitable<void> serve_http(asio::ip::tcp::acceptor& acceptor, http_handler handler, http_limits limits) {
+  co_await accept_loop(acceptor, std::move(handler), limits);
+}
+
+asio::awaitable<void> serve_http(asio::local::stream_protocol::acceptor& acceptor, http_handler handler,
+                                 http_limits limits) {
+  co_await accept_loop(acceptor, std::move(handler), limits);
+}
+
+}  // namespace airlock::daemon

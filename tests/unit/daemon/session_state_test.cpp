@@ -1,0 +1,70 @@
+#include "daemon/session_state.hpp"
+#include "base/small_file.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+using namespace airlock::daemon;
+using namespace airlock::base;
+
+TEST_CASE("registered sessions survive a round trip through their file format") {
+  persisted_session a;
+  a.request = {"sbx-1", {"198.18.0.2/32", "2001:db8::2/128"}, "closed", {"example.com:8443"},
+               {{"task", "t-1"}, {"repo", "acme/web"}}, "/run/netns/airlock-1"};
+  a.tool_call = "call-42";
+  persisted_session b;
+  b.request.id = "sbx-2";
+  b.request.sources = {"198.18.0.6/32"};
+  const auto text = sessions_to_json({a, b});
+  const auto back = sessions_from_json(text);
+  REQUIRE(back.has_value());
+  REQUIRE(back->size() == 2);
+  const auto& r = (*back)[0];
+  CHECK(r.request.id == "sbx-1");
+  CHECK(r.request.sources == a.request.sources);
+  CHECK(r.request.policy == "closed");
+  CHECK(r.request.allow == a.request.allow);
+  CHECK(r.request.labels == a.request.labels);
+  CHECK(r.request.netns == a.request.netns);
+  CHECK(r.tool_call == "call-42");
+  CHECK((*back)[1].request.policy.empty());
+  CHECK(sessions_to_json(*back) == text);
+}
+
+TEST_CASE("a sessions file that is not what airlock wrote is refused whole") {
+  CHECK_FALSE(sessions_from_json("").has_value());
+  CHECK_FALSE(sessions_from_json("[]").has_value());
+  CHECK(sessions_from_json(R"({"version":2,"sessions":[]})").error() == "not a version 1 sessions file");
+  CHECK_FALSE(sessions_from_json(R"({"version":1})").has_value());
+  CHECK(sessions_from_json(R"({"version":1,"sessions":[{"id":""}]})").error() == "session 1: malformed");
+  CHECK_FALSE(sessions_from_json(R"({"version":1,"sessions":[{"id":"a","sources":"x"}]})").has_value());
+  CHECK_FALSE(sessions_from_json(R"({"version":1,"sessions":[{"id":"a","labels":{"k":1}}]})").has_value());
+  const auto none = sessions_from_json(R"({"version":1,"sessions":[]})");
+  REQUIRE(none.has_value());
+  CHECK(none->empty());
+}
+
+TEST_CASE("a private file is written whole, mode 0600, and read back") {
+  char tmpl[] = "/tmp/airlock-small-file.XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::filesystem::path dir(tmpl);
+  const auto file = dir / "state.json";
+  ::umask(022);
+  CHECK(write_private_file(file, "first").empty());
+  CHECK(write_private_file(file, "second, longer").empty());
+  struct stat st {};
+  REQUIRE(::stat(file.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK_FALSE(std::filesystem::exists(dir / "state.json.tmp"));
+  std::string text;
+  CHECK(read_small_file(file, text).empty());
+  CHECK(text == "second, longer");
+  CHECK(read_small_file(file, text, 4).find("larger than 4 bytes") != std::string::npos);
+  CHECK(read_small_file(dir / "none", text).find("cannot read") == 0);
+  CHECK(write_private_file(dir / "no" / "such", "x").find("cannot write") == 0);
+  std::filesystem::remove_all(dir);
+}

@@ -50,10 +50,8 @@ std::vector<std::pair<std::string, std::string>> arg_reader::key_values(std::str
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& v : values(long_name)) {
     const auto eq = v.find('=');
-    if (eq == std::string::npos || eq == 0)
-      fail(std::string(long_name) + " '" + v + "': expected KEY=VALUE");
-    else
-      out.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0) fail(std::string(long_name) + " '" + v + "': expected KEY=VALUE");
+    else out.emplace_back(v.substr(0, eq), v.substr(eq + 1));
   }
   return out;
 }

@@ -24,8 +24,8 @@ std::span<const command> commands();
 
 // Exit codes shared by every subcommand.
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_error = 1;   // a runtime failure
-inline constexpr int exit_usage = 2;   // bad arguments or a bad configuration
+inline constexpr int exit_error = 1;  // a runtime failure
+inline constexpr int exit_usage = 2;  // bad arguments or a bad configuration
 
 class arg_reader {
  public:

@@ -1,8 +1,8 @@
 // `airlock explain` and the log reading both log commands share.
 #include "app/cli.hpp"
-#include "record/log_reader.hpp"
 #include "evidence/story.hpp"
 #include "policy/config.hpp"
+#include "record/log_reader.hpp"
 
 #include <boost/json/serialize.hpp>
 
@@ -15,7 +15,7 @@ namespace airlock::app {
 // Reads SESSION's lines from --log (or the default log); prints why it failed and
 // returns the exit code when there is nothing to show.
 std::optional<record::session_log> read_session_for(std::string_view command, const std::optional<std::string>& log,
-                                                      const std::string& session, int& status) {
+                                                    const std::string& session, int& status) {
   const std::string path = log.value_or(std::string(policy::default_decisions_log));
   auto read = record::read_session(path, session);
   if (!read.has_value()) {

@@ -33,10 +33,8 @@ int run_run_command(args a) {
   auto quantity = [&](std::string_view flag, auto parse, auto& out) {
     if (auto v = r.value("", flag)) {
       auto p = parse(*v);
-      if (p)
-        out = *p;
-      else
-        r.fail(std::string(flag) + " " + p.error());
+      if (p) out = *p;
+      else r.fail(std::string(flag) + " " + p.error());
     }
   };
   quantity("--memory", policy::parse_size, o.limits.memory_bytes);

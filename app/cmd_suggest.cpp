@@ -1,14 +1,14 @@
 // `airlock suggest`: the policy a session's log shows it needed, as YAML for review.
 #include "app/cli.hpp"
-#include "record/log_reader.hpp"
 #include "evidence/suggest.hpp"
+#include "record/log_reader.hpp"
 
 #include <cstdio>
 
 namespace airlock::app {
 
 std::optional<record::session_log> read_session_for(std::string_view command, const std::optional<std::string>& log,
-                                                      const std::string& session, int& status);
+                                                    const std::string& session, int& status);
 
 int run_suggest_command(args a) {
   arg_reader r("suggest", a);

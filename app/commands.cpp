@@ -44,7 +44,8 @@ Options:
   -h, --help          this text
 )";
 
-constexpr std::string_view test_help = R"(Usage: airlock test [-c FILE] --policy NAME [--speaks tls|http|opaque] HOST[:PORT]
+constexpr std::string_view test_help =
+    R"(Usage: airlock test [-c FILE] --policy NAME [--speaks tls|http|opaque] HOST[:PORT]
 
 Prints the decision the policy NAME makes for a connection to HOST on PORT
 (default 443): 'allow' or 'deny', the reason code and the rule (FILE:LINE or
@@ -75,7 +76,8 @@ Options:
   -h, --help          this text
 )";
 
-constexpr std::string_view nft_rules_help = R"(Usage: airlock nft-rules --iface IFACE [--proxy-port N] [--https-port N] [--dns-port N] [--table NAME] [--tproxy]
+constexpr std::string_view nft_rules_help =
+    R"(Usage: airlock nft-rules --iface IFACE [--proxy-port N] [--https-port N] [--dns-port N] [--table NAME] [--tproxy]
 
 Prints the nftables ruleset (for 'nft -f -') that makes this host the gateway for a
 sandbox behind IFACE: TCP is redirected to airlock's proxy, DNS (UDP and TCP 53) to

@@ -10,10 +10,9 @@ namespace {
 using airlock::app::commands;
 
 void print_overview() {
-  std::printf(
-      "airlock - egress policy for sandboxes: a transparent proxy and filtering DNS server\n"
-      "that let code reach only the names its policy allows, and log every decision.\n\n"
-      "Usage: airlock COMMAND [OPTIONS]\n\nCommands:\n");
+  std::printf("airlock - egress policy for sandboxes: a transparent proxy and filtering DNS server\n"
+              "that let code reach only the names its policy allows, and log every decision.\n\n"
+              "Usage: airlock COMMAND [OPTIONS]\n\nCommands:\n");
   for (const auto& c : commands())
     std::printf("  %-10.*s %.*s\n", static_cast<int>(c.name.size()), c.name.data(), static_cast<int>(c.summary.size()),
                 c.summary.data());

@@ -17,8 +17,8 @@
 namespace airlock::attribution {
 
 struct engine_options {
-  std::string proc_root = "/proc";   // a test may point this at a fake tree
-  std::size_t max_namespaces = 64;   // namespaces kept open; the least recently used goes first
+  std::string proc_root = "/proc";  // a test may point this at a fake tree
+  std::size_t max_namespaces = 64;  // namespaces kept open; the least recently used goes first
 };
 
 class engine {

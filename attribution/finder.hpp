@@ -67,7 +67,7 @@ class finder {
   struct request {
     std::string netns_path;
     socket_key key;
-    completion done;      // empty: forget netns_path
+    completion done;  // empty: forget netns_path
     still_wanted wanted;
   };
   void run();

@@ -54,9 +54,7 @@ std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(st
 
 }  // namespace
 
-std::string scanner::path(int pid, const char* file) const {
-  return root_ + "/" + std::to_string(pid) + "/" + file;
-}
+std::string scanner::path(int pid, const char* file) const { return root_ + "/" + std::to_string(pid) + "/" + file; }
 
 std::optional<ns_id> scanner::netns_of(int pid) const {
   struct stat st {};

@@ -85,8 +85,7 @@ std::vector<std::byte> build_request(const socket_key& key, std::uint32_t seq, r
   return serialize(req, seq, false);
 }
 
-boost::system::result<reply, parse_error> parse_reply(std::span<const std::byte> datagram,
-                                                       std::uint32_t seq) noexcept {
+boost::system::result<reply, parse_error> parse_reply(std::span<const std::byte> datagram, std::uint32_t seq) noexcept {
   reply out;
   std::size_t offset = 0;
   while (datagram.size() - offset >= sizeof(nlmsghdr)) {
@@ -99,11 +98,8 @@ boost::system::result<reply, parse_error> parse_reply(std::span<const std::byte>
     if (header.nlmsg_seq != seq) continue;
 
     switch (header.nlmsg_type) {
-      case NLMSG_DONE:
-        out.done = true;
-        return out;
-      case NLMSG_OVERRUN:
-        return parse_error::overrun;
+      case NLMSG_DONE: out.done = true; return out;
+      case NLMSG_OVERRUN: return parse_error::overrun;
       case NLMSG_ERROR: {
         nlmsgerr err;
         if (payload.size() < sizeof err.error) return parse_error::truncated;
@@ -138,8 +134,7 @@ boost::system::result<reply, parse_error> parse_reply(std::span<const std::byte>
         }
         break;
       }
-      default:
-        break;  // NLMSG_NOOP and anything newer: skip
+      default: break;  // NLMSG_NOOP and anything newer: skip
     }
   }
   if (offset != datagram.size()) return parse_error::truncated;

@@ -50,15 +50,14 @@ struct reply {
 };
 
 enum class parse_error {
-  truncated,      // a header or payload is cut short
-  bad_length,     // nlmsg_len smaller than its header or past the datagram
-  overrun,        // NLMSG_OVERRUN: the kernel dropped part of the answer
+  truncated,   // a header or payload is cut short
+  bad_length,  // nlmsg_len smaller than its header or past the datagram
+  overrun,     // NLMSG_OVERRUN: the kernel dropped part of the answer
 };
 
 // Parses one datagram read from the sock_diag socket. Messages with another seq (a late answer
 // to an earlier, abandoned request on the same socket) are skipped. Whether more datagrams
 // follow is in `done`: a non-multipart answer, NLMSG_DONE or NLMSG_ERROR ends it.
-boost::system::result<reply, parse_error> parse_reply(std::span<const std::byte> datagram,
-                                                       std::uint32_t seq) noexcept;
+boost::system::result<reply, parse_error> parse_reply(std::span<const std::byte> datagram, std::uint32_t seq) noexcept;
 
 }  // namespace airlock::attribution::sock_diag

@@ -30,8 +30,7 @@ overload_level next_level(overload_level now, double pressure) noexcept {
       return pressure >= shrink_until ? overload_level::shrinking : overload_level::normal;
     case overload_level::shrinking:
       return pressure >= shrink_until ? overload_level::shrinking : overload_level::normal;
-    case overload_level::normal:
-      return pressure >= shrink_at ? overload_level::shrinking : overload_level::normal;
+    case overload_level::normal: return pressure >= shrink_at ? overload_level::shrinking : overload_level::normal;
   }
   return now;
 }
@@ -42,7 +41,8 @@ std::optional<double> pressure_from_file(const std::string& path) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string_view t = text;
   while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ' || t.back() == '\t'))
+    t.remove_suffix(1);
   const bool percent = !t.empty() && t.back() == '%';
   if (percent) t.remove_suffix(1);
   double value = 0;

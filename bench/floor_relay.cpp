@@ -217,10 +217,8 @@ int open_listener(std::uint16_t port) {
     t_dead.clear();
     int n = epoll_wait(loop, events, 256, -1);
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.ptr == nullptr)
-        accept_all(loop, listener);
-      else
-        on_ready(loop, static_cast<side*>(events[i].data.ptr)->c);
+      if (events[i].data.ptr == nullptr) accept_all(loop, listener);
+      else on_ready(loop, static_cast<side*>(events[i].data.ptr)->c);
     }
   }
 }

@@ -49,7 +49,9 @@ constexpr std::size_t regex_rules = 100;
 // Regex rules (rule_config::kind::regex) are being added by issue 3; the regex cases
 // compile and register themselves once the enumerator exists, with no flag to flip.
 template <typename Kind>
-concept has_regex_kind = requires { Kind::regex; };
+concept has_regex_kind = requires {
+  Kind::regex;
+};
 constexpr bool regex_supported = has_regex_kind<rule_config::kind>;
 
 template <typename Kind>
@@ -72,16 +74,17 @@ class name_maker {
     static constexpr std::string_view vowels = "aeiou";
     std::string s;
     const std::size_t len = 4 + below(7);
-    for (std::size_t i = 0; i < len; ++i) s += i % 2 == 0 ? consonants[below(consonants.size())] : vowels[below(vowels.size())];
+    for (std::size_t i = 0; i < len; ++i)
+      s += i % 2 == 0 ? consonants[below(consonants.size())] : vowels[below(vowels.size())];
     if (below(4) == 0) s += std::to_string(below(100));
     return s;
   }
 
   std::string_view sub() {
     static constexpr std::string_view subs[] = {
-        "api", "cdn", "static", "registry", "files", "download", "mirror", "pkg", "repo", "auth",
-        "login", "assets", "media", "img", "docs", "git", "objects", "raw", "packages", "index",
-        "proxy", "edge", "eu", "us", "ap", "prod", "v2", "upload", "gw", "s3"};
+        "api",   "cdn",    "static", "registry", "files", "download", "mirror",  "pkg",    "repo",     "auth",
+        "login", "assets", "media",  "img",      "docs",  "git",      "objects", "raw",    "packages", "index",
+        "proxy", "edge",   "eu",     "us",       "ap",    "prod",     "v2",      "upload", "gw",       "s3"};
     return subs[below(std::size(subs))];
   }
 
@@ -112,10 +115,10 @@ domain_name parse(const std::string& text) {
 
 struct workload {
   config cfg;
-  std::vector<std::string> exact;      // allow exact names
-  std::vector<std::string> wildcards;  // allow wildcard suffixes (without "*.")
-  std::vector<std::string> regex_ids;  // "pkgN" of each regex rule, for hits
-  std::unordered_set<std::string> all; // every exact name and suffix, to keep misses misses
+  std::vector<std::string> exact;       // allow exact names
+  std::vector<std::string> wildcards;   // allow wildcard suffixes (without "*.")
+  std::vector<std::string> regex_ids;   // "pkgN" of each regex rule, for hits
+  std::unordered_set<std::string> all;  // every exact name and suffix, to keep misses misses
   std::shared_ptr<const snapshot> snap;
   const airlock::policy::compiled_policy* policy = nullptr;
 };
@@ -164,8 +167,8 @@ config generate(std::size_t rules, bool with_regex, workload* out) {
       for (std::size_t i = 0; i < regex_rules; ++i) {
         const std::string id = "pkg" + std::to_string(i);
         // One RE2 pattern per rule, e.g. ^[a-z0-9-]+\.pkg7\.example\.test$
-        p.allow.push_back(make_rule(regex_kind<rule_config::kind>(),
-                                    "^[a-z0-9-]+\\." + id + "\\.example\\.test$", {80, 443}, line++));
+        p.allow.push_back(make_rule(regex_kind<rule_config::kind>(), "^[a-z0-9-]+\\." + id + "\\.example\\.test$",
+                                    {80, 443}, line++));
         if (out) out->regex_ids.push_back(id);
       }
     }
@@ -391,7 +394,8 @@ void bm_memory(benchmark::State& state) {
 void register_all() {
   constexpr std::size_t sizes[] = {10, 1'000, 100'000};
   for (auto rules : sizes)
-    for (auto kind : {query_kind::exact_hit, query_kind::wildcard_depth1, query_kind::wildcard_depth3, query_kind::miss})
+    for (auto kind :
+         {query_kind::exact_hit, query_kind::wildcard_depth1, query_kind::wildcard_depth3, query_kind::miss})
       register_decide(rules, kind, false, query_pool);
   // One name over and over: everything it touches stays in cache, as for a sandbox that
   // talks to one registry all day. The pool cases above pay the misses of a cold index.

@@ -32,13 +32,9 @@ constexpr long backdate_seconds = 3600;
 constexpr int serial_bits = 128;
 constexpr const char* init_hint = "create a CA with 'airlock ca init'";
 
-std::string errno_text(int err)
-{
-  return std::error_code{err, std::generic_category()}.message();
-}
+std::string errno_text(int err) { return std::error_code{err, std::generic_category()}.message(); }
 
-std::string octal_mode(mode_t mode)
-{
+std::string octal_mode(mode_t mode) {
   std::array<char, 8> buf{};
   std::snprintf(buf.data(), buf.size(), "%04o", static_cast<unsigned>(mode & 07777));
   return buf.data();
@@ -46,8 +42,7 @@ std::string octal_mode(mode_t mode)
 
 // Creates DIR and any missing parents; only DIR itself gets dir_mode, like `mkdir -p -m 700`.
 // An existing DIR is used as it is.
-result<void> ensure_dir(const fs::path& dir)
-{
+result<void> ensure_dir(const fs::path& dir) {
   std::error_code ec;
   if (fs::is_directory(dir, ec)) {
     return {};
@@ -69,16 +64,14 @@ result<void> ensure_dir(const fs::path& dir)
   return {};
 }
 
-std::string already_exists(const fs::path& path)
-{
+std::string already_exists(const fs::path& path) {
   return "ca init: " + path.string() +
          " already exists; refusing to overwrite an existing CA (remove the directory or pick "
          "another)";
 }
 
 // Four random bytes in hex: enough to tell CAs from different machines apart in a trust store.
-std::string random_tag()
-{
+std::string random_tag() {
   std::array<unsigned char, 4> raw{};
   if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
     return {};
@@ -92,22 +85,18 @@ std::string random_tag()
   return hex;
 }
 
-bool add_name_entry(X509_NAME* name, const char* field, const std::string& value)
-{
-  return X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8,
-                                    reinterpret_cast<const unsigned char*>(value.c_str()), -1,
-                                    -1, 0) == 1;
+bool add_name_entry(X509_NAME* name, const char* field, const std::string& value) {
+  return X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(value.c_str()),
+                                    -1, -1, 0) == 1;
 }
 
-bool add_extension(X509* cert, X509V3_CTX* ctx, int nid, const char* value)
-{
+bool add_extension(X509* cert, X509V3_CTX* ctx, int nid, const char* value) {
   const x509_extension_ptr ext{X509V3_EXT_nconf_nid(nullptr, ctx, nid, value)};
   return ext && X509_add_ext(cert, ext.get(), -1) == 1;
 }
 
 // The caller drains the OpenSSL error queue when this returns null.
-x509_ptr build_ca_cert(EVP_PKEY* key)
-{
+x509_ptr build_ca_cert(EVP_PKEY* key) {
   x509_ptr cert{X509_new()};
   const bignum_ptr serial{BN_new()};
   const x509_name_ptr name{X509_NAME_new()};
@@ -118,16 +107,15 @@ x509_ptr build_ca_cert(EVP_PKEY* key)
   X509* c = cert.get();
   // BN_RAND_TOP_ONE makes the serial exactly 128 bits and never zero; a BIGNUM is never
   // negative, so the encoded INTEGER is positive as RFC 5280 requires.
-  const bool ok =
-      X509_set_version(c, X509_VERSION_3) == 1 &&
-      BN_rand(serial.get(), serial_bits, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) == 1 &&
-      BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(c)) != nullptr &&
-      X509_gmtime_adj(X509_getm_notBefore(c), -backdate_seconds) != nullptr &&
-      X509_time_adj_ex(X509_getm_notAfter(c), validity_days, 0, nullptr) != nullptr &&
-      add_name_entry(name.get(), "O", "airlock") &&
-      add_name_entry(name.get(), "CN", "airlock local CA " + tag) &&
-      X509_set_subject_name(c, name.get()) == 1 && X509_set_issuer_name(c, name.get()) == 1 &&
-      X509_set_pubkey(c, key) == 1;
+  const bool ok = X509_set_version(c, X509_VERSION_3) == 1 &&
+                  BN_rand(serial.get(), serial_bits, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) == 1 &&
+                  BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(c)) != nullptr &&
+                  X509_gmtime_adj(X509_getm_notBefore(c), -backdate_seconds) != nullptr &&
+                  X509_time_adj_ex(X509_getm_notAfter(c), validity_days, 0, nullptr) != nullptr &&
+                  add_name_entry(name.get(), "O", "airlock") &&
+                  add_name_entry(name.get(), "CN", "airlock local CA " + tag) &&
+                  X509_set_subject_name(c, name.get()) == 1 && X509_set_issuer_name(c, name.get()) == 1 &&
+                  X509_set_pubkey(c, key) == 1;
   if (!ok) {
     return nullptr;
   }
@@ -138,8 +126,7 @@ x509_ptr build_ca_cert(EVP_PKEY* key)
   if (!add_extension(c, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
       !add_extension(c, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
       !add_extension(c, &ctx, NID_subject_key_identifier, "hash") ||
-      !add_extension(c, &ctx, NID_authority_key_identifier, "keyid:always") ||
-      X509_sign(c, key, EVP_sha256()) <= 0) {
+      !add_extension(c, &ctx, NID_authority_key_identifier, "keyid:always") || X509_sign(c, key, EVP_sha256()) <= 0) {
     return nullptr;
   }
   return cert;
@@ -150,8 +137,7 @@ x509_ptr build_ca_cert(EVP_PKEY* key)
 // is not world-readable even for a moment, and O_EXCL means we never clobber or follow a
 // symlink someone planted.
 template <class WritePem>
-result<void> write_new_file(const fs::path& path, mode_t mode, WritePem write_pem)
-{
+result<void> write_new_file(const fs::path& path, mode_t mode, WritePem write_pem) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
     if (errno == EEXIST) {
@@ -183,8 +169,7 @@ result<void> write_new_file(const fs::path& path, mode_t mode, WritePem write_pe
 // Opens PATH as a BIO that owns the descriptor. For the private key it also refuses a file that
 // group or others can reach; fstat on the open descriptor means the mode checked belongs to the
 // file actually read.
-result<bio_ptr> open_for_load(const fs::path& path, const fs::path& dir, bool private_key)
-{
+result<bio_ptr> open_for_load(const fs::path& path, const fs::path& dir, bool private_key) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -192,8 +177,7 @@ result<bio_ptr> open_for_load(const fs::path& path, const fs::path& dir, bool pr
     if (err != ENOENT) {
       return "ca load: cannot open " + path.string() + ": " + errno_text(err);
     }
-    const std::string where =
-        fs::is_directory(dir, ec) ? "" : " (directory " + dir.string() + " does not exist)";
+    const std::string where = fs::is_directory(dir, ec) ? "" : " (directory " + dir.string() + " does not exist)";
     return "ca load: " + path.string() + " not found" + where + "; " + init_hint +
            " or point airlock at the directory holding ca.crt and ca.key";
   }
@@ -215,15 +199,11 @@ result<bio_ptr> open_for_load(const fs::path& path, const fs::path& dir, bool pr
 }
 
 // An encrypted key must fail rather than have OpenSSL prompt on the terminal of a daemon.
-int refuse_passphrase(char*, int, int, void*)
-{
-  return -1;
-}
+int refuse_passphrase(char*, int, int, void*) { return -1; }
 
 }  // namespace
 
-result<ca_files> init_ca(const fs::path& dir)
-{
+result<ca_files> init_ca(const fs::path& dir) {
   // Spelled out because C++20 lets a std::string initialise ca_files' first member in
   // parentheses, which turns off result's implicit conversion from the message.
   const auto fail = [](std::string message) {
@@ -255,8 +235,8 @@ result<ca_files> init_ca(const fs::path& dir)
   if (!key_written.has_value()) {
     return fail(key_written.error());
   }
-  const auto cert_written = write_new_file(
-      files.cert, cert_mode, [&](BIO* bio) { return PEM_write_bio_X509(bio, cert.get()); });
+  const auto cert_written = write_new_file(files.cert, cert_mode,
+                                           [&](BIO* bio) { return PEM_write_bio_X509(bio, cert.get()); });
   if (!cert_written.has_value()) {
     // A key without its certificate would make the next init refuse for no good reason.
     ::unlink(files.key.c_str());
@@ -265,8 +245,7 @@ result<ca_files> init_ca(const fs::path& dir)
   return files;
 }
 
-result<loaded_ca> load_ca(const fs::path& dir)
-{
+result<loaded_ca> load_ca(const fs::path& dir) {
   const fs::path cert_path = dir / "ca.crt";
   const fs::path key_path = dir / "ca.key";
   const auto cert_bio = open_for_load(cert_path, dir, false);
@@ -279,26 +258,25 @@ result<loaded_ca> load_ca(const fs::path& dir)
   }
   x509_ptr cert{PEM_read_bio_X509(cert_bio->get(), nullptr, nullptr, nullptr)};
   if (!cert) {
-    return "ca load: " + cert_path.string() + " is not a PEM certificate (" +
-           openssl_error_string() + "); restore it or " + init_hint + " in a new directory";
+    return "ca load: " + cert_path.string() + " is not a PEM certificate (" + openssl_error_string() +
+           "); restore it or " + init_hint + " in a new directory";
   }
   evp_pkey_ptr key{PEM_read_bio_PrivateKey(key_bio->get(), nullptr, refuse_passphrase, nullptr)};
   if (!key) {
-    return "ca load: " + key_path.string() + " is not an unencrypted PEM private key (" +
-           openssl_error_string() + "); restore it or " + init_hint + " in a new directory";
+    return "ca load: " + key_path.string() + " is not an unencrypted PEM private key (" + openssl_error_string() +
+           "); restore it or " + init_hint + " in a new directory";
   }
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
     ERR_clear_error();  // the message says it all; stale entries would be blamed on later calls
     return "ca load: " + key_path.string() + " is not the private key of " + cert_path.string() +
-           " (the files come from different CAs); restore the matching pair or " + init_hint +
-           " in a new directory";
+           " (the files come from different CAs); restore the matching pair or " + init_hint + " in a new directory";
   }
   const uint32_t flags = X509_get_extension_flags(cert.get());
   if ((flags & EXFLAG_INVALID) != 0 || (flags & EXFLAG_CA) == 0 ||
       (X509_get_key_usage(cert.get()) & KU_KEY_CERT_SIGN) == 0) {
     return "ca load: " + cert_path.string() +
-           " is not a CA certificate (needs basicConstraints CA:TRUE and keyUsage keyCertSign); " +
-           init_hint + " in a new directory";
+           " is not a CA certificate (needs basicConstraints CA:TRUE and keyUsage keyCertSign); " + init_hint +
+           " in a new directory";
   }
   if (X509_cmp_current_time(X509_get0_notAfter(cert.get())) < 0) {
     return "ca load: " + cert_path.string() + " has expired; " + init_hint +

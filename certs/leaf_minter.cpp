@@ -25,21 +25,17 @@ constexpr std::size_t max_label_length = 63;
 // ub-common-name in RFC 5280: OpenSSL refuses a longer CN, and the SAN is what clients match.
 constexpr std::size_t max_common_name = 64;
 
-bool add_name_entry(X509_NAME* name, const char* field, std::string_view value)
-{
-  return X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8,
-                                    reinterpret_cast<const unsigned char*>(value.data()),
+bool add_name_entry(X509_NAME* name, const char* field, std::string_view value) {
+  return X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(value.data()),
                                     static_cast<int>(value.size()), -1, 0) == 1;
 }
 
-x509_extension_ptr make_extension(X509V3_CTX* ctx, int nid, const char* value)
-{
+x509_extension_ptr make_extension(X509V3_CTX* ctx, int nid, const char* value) {
   return x509_extension_ptr{X509V3_EXT_nconf_nid(nullptr, ctx, nid, value)};
 }
 
 // The time an ASN1_TIME names, as seconds since the epoch; false when it cannot be read.
-bool to_time_t(const ASN1_TIME* when, std::time_t& out)
-{
+bool to_time_t(const ASN1_TIME* when, std::time_t& out) {
   std::tm tm{};
   if (ASN1_TIME_to_tm(when, &tm) != 1) {
     return false;
@@ -58,8 +54,7 @@ struct leaf_minter::parsed_name {
   std::array<unsigned char, 16> ip{};
   int ip_length = 0;
 
-  static result<parsed_name> parse(std::string_view name)
-  {
+  static result<parsed_name> parse(std::string_view name) {
     const auto refuse = [&](const char* why) {
       return result<parsed_name>{boost::system::in_place_error,
                                  "cannot mint a certificate for '" + std::string{name} + "': " + why};
@@ -119,8 +114,7 @@ struct leaf_minter::parsed_name {
   }
 };
 
-result<std::unique_ptr<leaf_minter>> leaf_minter::create(loaded_ca ca, leaf_minter_options options)
-{
+result<std::unique_ptr<leaf_minter>> leaf_minter::create(loaded_ca ca, leaf_minter_options options) {
   const auto fail = [](std::string message) {
     return result<std::unique_ptr<leaf_minter>>{boost::system::in_place_error, std::move(message)};
   };
@@ -138,8 +132,7 @@ result<std::unique_ptr<leaf_minter>> leaf_minter::create(loaded_ca ca, leaf_mint
   }
   std::unique_ptr<leaf_minter> minter{new leaf_minter(std::move(ca), std::move(options))};
   if (!to_time_t(X509_get0_notAfter(minter->ca_.cert.get()), minter->ca_not_after_)) {
-    return fail("leaf minter: cannot read the CA certificate's notAfter: " +
-                openssl_error_string());
+    return fail("leaf minter: cannot read the CA certificate's notAfter: " + openssl_error_string());
   }
   // One key for every leaf. Key generation is most of what minting would otherwise cost, and a
   // per-leaf key buys nothing here: the private key never leaves this process, and whoever could
@@ -166,9 +159,9 @@ result<std::unique_ptr<leaf_minter>> leaf_minter::create(loaded_ca ca, leaf_mint
   for (const auto& [nid, value] : common) {
     x509_extension_ptr ext = make_extension(&ctx, nid, value);
     if (!ext) {
-      return fail(std::string{"leaf minter: building the "} + OBJ_nid2sn(nid) +
-                  " extension failed (does the CA certificate have a subject key identifier?): " +
-                  openssl_error_string());
+      return fail(
+          std::string{"leaf minter: building the "} + OBJ_nid2sn(nid) +
+          " extension failed (does the CA certificate have a subject key identifier?): " + openssl_error_string());
     }
     minter->common_extensions_.push_back(std::move(ext));
   }
@@ -176,20 +169,16 @@ result<std::unique_ptr<leaf_minter>> leaf_minter::create(loaded_ca ca, leaf_mint
 }
 
 leaf_minter::leaf_minter(loaded_ca ca, leaf_minter_options options)
-    : ca_{std::move(ca)}, options_{std::move(options)}
-{
-}
+    : ca_{std::move(ca)}, options_{std::move(options)} {}
 
 leaf_minter::~leaf_minter() = default;
 
-std::size_t leaf_minter::size() const
-{
+std::size_t leaf_minter::size() const {
   const std::lock_guard lock{mutex_};
   return lru_.size();
 }
 
-bool leaf_minter::fresh(const leaf& value, std::time_t now) const noexcept
-{
+bool leaf_minter::fresh(const leaf& value, std::time_t now) const noexcept {
   if (now + options_.renew_before.count() < value.not_after) {
     return true;
   }
@@ -197,8 +186,7 @@ bool leaf_minter::fresh(const leaf& value, std::time_t now) const noexcept
   return value.not_after == ca_not_after_ && now < value.not_after;
 }
 
-result<std::shared_ptr<const leaf>> leaf_minter::get(std::string_view name)
-{
+result<std::shared_ptr<const leaf>> leaf_minter::get(std::string_view name) {
   auto parsed = parsed_name::parse(name);
   if (!parsed.has_value()) {
     return parsed.error();
@@ -206,8 +194,7 @@ result<std::shared_ptr<const leaf>> leaf_minter::get(std::string_view name)
   const std::time_t now = options_.now();
   {
     const std::lock_guard lock{mutex_};
-    if (const auto found = index_.find(parsed->text);
-        found != index_.end() && fresh(*found->second->value, now)) {
+    if (const auto found = index_.find(parsed->text); found != index_.end() && fresh(*found->second->value, now)) {
       lru_.splice(lru_.begin(), lru_, found->second);
       hits_.fetch_add(1, std::memory_order_relaxed);
       return found->second->value;
@@ -238,13 +225,10 @@ result<std::shared_ptr<const leaf>> leaf_minter::get(std::string_view name)
   return minted;
 }
 
-result<std::shared_ptr<const leaf>> leaf_minter::mint(const parsed_name& name,
-                                                      std::time_t now) const
-{
+result<std::shared_ptr<const leaf>> leaf_minter::mint(const parsed_name& name, std::time_t now) const {
   const auto fail = [&](const std::string& what) {
-    return result<std::shared_ptr<const leaf>>{
-        boost::system::in_place_error,
-        "minting a certificate for " + name.text + " failed: " + what};
+    return result<std::shared_ptr<const leaf>>{boost::system::in_place_error,
+                                               "minting a certificate for " + name.text + " failed: " + what};
   };
   if (now >= ca_not_after_) {
     return fail("the CA certificate has expired; create a new CA with 'airlock ca init'");
@@ -276,8 +260,7 @@ result<std::shared_ptr<const leaf>> leaf_minter::mint(const parsed_name& name,
     GENERAL_NAME_set0_value(alt.get(), GEN_IPADD, ip);
   } else {
     ASN1_IA5STRING* dns = ASN1_IA5STRING_new();
-    if (dns == nullptr ||
-        ASN1_STRING_set(dns, name.text.data(), static_cast<int>(name.text.size())) != 1) {
+    if (dns == nullptr || ASN1_STRING_set(dns, name.text.data(), static_cast<int>(name.text.size())) != 1) {
       ASN1_IA5STRING_free(dns);
       return fail(openssl_error_string());
     }
@@ -288,16 +271,15 @@ result<std::shared_ptr<const leaf>> leaf_minter::mint(const parsed_name& name,
   }
   alt.release();  // the stack owns it now
 
-  const std::string_view common_name =
-      std::string_view{name.text}.substr(0, std::min(name.text.size(), max_common_name));
+  const std::string_view common_name = std::string_view{name.text}.substr(0,
+                                                                          std::min(name.text.size(), max_common_name));
   // BN_RAND_TOP_ONE: exactly 128 bits, never zero; a BIGNUM is never negative.
   bool ok = X509_set_version(c, X509_VERSION_3) == 1 &&
             BN_rand(serial.get(), serial_bits, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) == 1 &&
             BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(c)) != nullptr &&
             ASN1_TIME_set(X509_getm_notBefore(c), now - backdate_seconds) != nullptr &&
             ASN1_TIME_set(X509_getm_notAfter(c), not_after) != nullptr &&
-            add_name_entry(subject.get(), "O", "airlock") &&
-            add_name_entry(subject.get(), "CN", common_name) &&
+            add_name_entry(subject.get(), "O", "airlock") && add_name_entry(subject.get(), "CN", common_name) &&
             X509_set_subject_name(c, subject.get()) == 1 &&
             X509_set_issuer_name(c, X509_get_subject_name(ca_.cert.get())) == 1 &&
             X509_set_pubkey(c, leaf_key_.get()) == 1 &&

@@ -41,8 +41,8 @@ struct leaf {
 };
 
 struct leaf_minter_options {
-  std::size_t cache_capacity = 1024;             // names kept; at least 1
-  std::chrono::seconds validity{24 * 60 * 60};   // from now; notBefore is always an hour back
+  std::size_t cache_capacity = 1024;            // names kept; at least 1
+  std::chrono::seconds validity{24 * 60 * 60};  // from now; notBefore is always an hour back
   // A cached leaf with less than this left is minted again, so a connection never gets one that
   // expires while it is open (a connection rarely lives longer).
   std::chrono::seconds renew_before{60 * 60};
@@ -55,8 +55,8 @@ class leaf_minter {
  public:
   // Generates the shared leaf key and the extensions every leaf carries. Fails only when
   // OpenSSL does (the message says so) or when the options make no sense.
-  static boost::system::result<std::unique_ptr<leaf_minter>, std::string> create(
-      loaded_ca ca, leaf_minter_options options = {});
+  static boost::system::result<std::unique_ptr<leaf_minter>, std::string> create(loaded_ca ca,
+                                                                                 leaf_minter_options options = {});
 
   leaf_minter(const leaf_minter&) = delete;
   leaf_minter& operator=(const leaf_minter&) = delete;
@@ -90,8 +90,7 @@ class leaf_minter {
   using lru_list = std::list<entry>;
 
   leaf_minter(loaded_ca ca, leaf_minter_options options);
-  boost::system::result<std::shared_ptr<const leaf>, std::string> mint(const parsed_name& name,
-                                                                       std::time_t now) const;
+  boost::system::result<std::shared_ptr<const leaf>, std::string> mint(const parsed_name& name, std::time_t now) const;
   bool fresh(const leaf& value, std::time_t now) const noexcept;
 
   loaded_ca ca_;

@@ -21,8 +21,7 @@ namespace airlock::certs {
 template <auto FreeFn>
 struct openssl_deleter {
   template <class T>
-  void operator()(T* p) const noexcept
-  {
+  void operator()(T* p) const noexcept {
     FreeFn(p);
   }
 };
@@ -42,8 +41,7 @@ using bignum_ptr = std::unique_ptr<BIGNUM, openssl_deleter<&BN_free>>;
 // Drains this thread's OpenSSL error queue into one line, oldest error first.
 // Draining matters as much as the text: a stale entry left behind would be blamed on the next,
 // unrelated call.
-inline std::string openssl_error_string()
-{
+inline std::string openssl_error_string() {
   std::string line;
   const char* data = nullptr;
   int flags = 0;

@@ -23,16 +23,13 @@ constexpr std::string_view http11 = "http/1.1";
 // The same in ALPN wire format (length-prefixed), as the client offers it.
 constexpr std::array<unsigned char, 9> http11_wire = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-result<ssl::context> fail_context(const char* what)
-{
-  return result<ssl::context>{boost::system::in_place_error,
-                              std::string{what} + ": " + openssl_error_string()};
+result<ssl::context> fail_context(const char* what) {
+  return result<ssl::context>{boost::system::in_place_error, std::string{what} + ": " + openssl_error_string()};
 }
 
 // Walks the client's ALPN list (validated by OpenSSL) for http/1.1; anything else is fatal.
-int select_http11(SSL*, const unsigned char** out, unsigned char* out_length,
-                  const unsigned char* in, unsigned int in_length, void*)
-{
+int select_http11(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
+                  unsigned int in_length, void*) {
   for (unsigned int at = 0; at < in_length;) {
     const unsigned int length = in[at];
     const unsigned char* proto = in + at + 1;
@@ -53,13 +50,9 @@ int select_http11(SSL*, const unsigned char** out, unsigned char* out_length,
 
 // Runs while the server handshake picks its certificate: without use_leaf there is nothing
 // sensible to present, so fail here with OpenSSL's "no certificate assigned" rather than later.
-int require_leaf(SSL* ssl, void*)
-{
-  return SSL_check_private_key(ssl) == 1 ? 1 : 0;
-}
+int require_leaf(SSL* ssl, void*) { return SSL_check_private_key(ssl) == 1 ? 1 : 0; }
 
-bool is_ip_literal(const std::string& host)
-{
+bool is_ip_literal(const std::string& host) {
   std::array<unsigned char, 16> bytes{};
   return ::inet_pton(AF_INET, host.c_str(), bytes.data()) == 1 ||
          ::inet_pton(AF_INET6, host.c_str(), bytes.data()) == 1;
@@ -67,8 +60,7 @@ bool is_ip_literal(const std::string& host)
 
 }  // namespace
 
-result<ssl::context> server_context()
-{
+result<ssl::context> server_context() {
   ssl_ctx_ptr ctx{SSL_CTX_new(TLS_server_method())};
   if (!ctx) {
     return fail_context("creating the server TLS context failed");
@@ -88,8 +80,7 @@ result<ssl::context> server_context()
   return ssl::context{ctx.release()};
 }
 
-result<void> use_leaf(SSL* ssl, const leaf& value)
-{
+result<void> use_leaf(SSL* ssl, const leaf& value) {
   // override=1 replaces whatever was installed before, chain included.
   if (SSL_use_cert_and_key(ssl, value.cert.get(), value.key.get(), value.chain.get(), 1) != 1) {
     return "installing the certificate for " + value.name + " failed: " + openssl_error_string();
@@ -97,8 +88,7 @@ result<void> use_leaf(SSL* ssl, const leaf& value)
   return {};
 }
 
-result<ssl::context> upstream_context(const std::vector<std::string>& extra_ca_files)
-{
+result<ssl::context> upstream_context(const std::vector<std::string>& extra_ca_files) {
   ssl_ctx_ptr ctx{SSL_CTX_new(TLS_client_method())};
   if (!ctx) {
     return fail_context("creating the upstream TLS context failed");
@@ -120,24 +110,21 @@ result<ssl::context> upstream_context(const std::vector<std::string>& extra_ca_f
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
-      return result<ssl::context>{
-          boost::system::in_place_error,
-          "inspection.upstream_ca: cannot read " + file + ": " +
-              std::error_code{err, std::generic_category()}.message()};
+      return result<ssl::context>{boost::system::in_place_error,
+                                  "inspection.upstream_ca: cannot read " + file + ": " +
+                                      std::error_code{err, std::generic_category()}.message()};
     }
     ::close(fd);
     if (SSL_CTX_load_verify_file(c, file.c_str()) != 1) {
-      return result<ssl::context>{boost::system::in_place_error,
-                                  "inspection.upstream_ca: " + file +
-                                      " holds no usable PEM certificate (" +
-                                      openssl_error_string() + ")"};
+      return result<ssl::context>{boost::system::in_place_error, "inspection.upstream_ca: " + file +
+                                                                     " holds no usable PEM certificate (" +
+                                                                     openssl_error_string() + ")"};
     }
   }
   return ssl::context{ctx.release()};
 }
 
-result<void> prepare_upstream(SSL* ssl, std::string_view host)
-{
+result<void> prepare_upstream(SSL* ssl, std::string_view host) {
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
@@ -150,58 +137,41 @@ result<void> prepare_upstream(SSL* ssl, std::string_view host)
   }
   if (is_ip_literal(name)) {
     if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str()) != 1) {
-      return "upstream TLS: cannot verify against address " + name + ": " +
-             openssl_error_string();
+      return "upstream TLS: cannot verify against address " + name + ": " + openssl_error_string();
     }
     return {};
   }
   SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   // SSL_set_tlsext_host_name without its C cast, which -Wold-style-cast rejects; OpenSSL copies
   // the name and never writes through the pointer.
-  if (SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-               const_cast<char*>(name.c_str())) != 1 ||
+  if (SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char*>(name.c_str())) != 1 ||
       SSL_set1_host(ssl, name.c_str()) != 1) {
     return "upstream TLS: cannot set server name " + name + ": " + openssl_error_string();
   }
   return {};
 }
 
-std::string_view verify_failure(const SSL* ssl)
-{
+std::string_view verify_failure(const SSL* ssl) {
   const long code = SSL_get_verify_result(ssl);
   switch (code) {
-    case X509_V_OK:
-      return {};
-    case X509_V_ERR_HOSTNAME_MISMATCH:
-      return "hostname mismatch";
-    case X509_V_ERR_IP_ADDRESS_MISMATCH:
-      return "ip address mismatch";
-    case X509_V_ERR_CERT_HAS_EXPIRED:
-      return "certificate has expired";
-    case X509_V_ERR_CERT_NOT_YET_VALID:
-      return "certificate is not yet valid";
-    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-      return "self-signed certificate";
-    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-      return "self-signed certificate in chain";
+    case X509_V_OK: return {};
+    case X509_V_ERR_HOSTNAME_MISMATCH: return "hostname mismatch";
+    case X509_V_ERR_IP_ADDRESS_MISMATCH: return "ip address mismatch";
+    case X509_V_ERR_CERT_HAS_EXPIRED: return "certificate has expired";
+    case X509_V_ERR_CERT_NOT_YET_VALID: return "certificate is not yet valid";
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT: return "self-signed certificate";
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN: return "self-signed certificate in chain";
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
-    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-      return "unknown issuer";
-    case X509_V_ERR_CERT_SIGNATURE_FAILURE:
-      return "bad certificate signature";
-    case X509_V_ERR_INVALID_CA:
-      return "invalid CA certificate";
-    case X509_V_ERR_INVALID_PURPOSE:
-      return "certificate not for TLS servers";
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE: return "unknown issuer";
+    case X509_V_ERR_CERT_SIGNATURE_FAILURE: return "bad certificate signature";
+    case X509_V_ERR_INVALID_CA: return "invalid CA certificate";
+    case X509_V_ERR_INVALID_PURPOSE: return "certificate not for TLS servers";
     case X509_V_ERR_CERT_CHAIN_TOO_LONG:
-    case X509_V_ERR_PATH_LENGTH_EXCEEDED:
-      return "certificate chain too long";
+    case X509_V_ERR_PATH_LENGTH_EXCEEDED: return "certificate chain too long";
     case X509_V_ERR_EE_KEY_TOO_SMALL:
-    case X509_V_ERR_CA_KEY_TOO_SMALL:
-      return "key too small";
-    case X509_V_ERR_CA_MD_TOO_WEAK:
-      return "signature algorithm too weak";
+    case X509_V_ERR_CA_KEY_TOO_SMALL: return "key too small";
+    case X509_V_ERR_CA_MD_TOO_WEAK: return "signature algorithm too weak";
     default:
       // OpenSSL's text (static storage): stable for a given OpenSSL version only.
       return X509_verify_cert_error_string(code);

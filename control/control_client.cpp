@@ -69,8 +69,8 @@ class control_client final : public session_api {
     if (status < 200 || status >= 300) {
       std::string message = "daemon refused (" + std::to_string(status) + ")";
       if (v.is_object()) {
-        if (const auto* errors = v.as_object().if_contains("errors"); errors && errors->is_array() &&
-                                                                     !errors->as_array().empty()) {
+        if (const auto* errors = v.as_object().if_contains("errors");
+            errors && errors->is_array() && !errors->as_array().empty()) {
           message += ":";
           for (const auto& e : errors->as_array())
             if (e.is_string()) message += "\n  " + std::string(e.as_string());
@@ -114,8 +114,8 @@ class control_client final : public session_api {
     if (!answer.has_value()) return answer.error();
     if (!answer->is_object()) return fail<session_totals>("control API: totals are not an object");
     const auto& o = answer->as_object();
-    return session_totals{number(o, "dns_queries"), number(o, "connections_allowed"),
-                          number(o, "connections_denied"), number(o, "bytes_up"), number(o, "bytes_down")};
+    return session_totals{number(o, "dns_queries"), number(o, "connections_allowed"), number(o, "connections_denied"),
+                          number(o, "bytes_up"), number(o, "bytes_down")};
   }
 
   result<void> set_context(const std::string& id, const std::string& tool_call,

@@ -20,12 +20,12 @@ template <typename T>
 using result = boost::system::result<T, std::string>;
 
 struct session_request {
-  std::string id;                     // empty: the daemon picks one
-  std::vector<std::string> sources;   // CIDRs, e.g. "198.18.0.2/32"
-  std::string policy;                 // a policy of the daemon's config; empty: its default policy
-  std::vector<std::string> allow;     // extra HOST[:PORT] allowances on top of `policy`
+  std::string id;                    // empty: the daemon picks one
+  std::vector<std::string> sources;  // CIDRs, e.g. "198.18.0.2/32"
+  std::string policy;                // a policy of the daemon's config; empty: its default policy
+  std::vector<std::string> allow;    // extra HOST[:PORT] allowances on top of `policy`
   std::vector<std::pair<std::string, std::string>> labels;
-  std::string netns;                  // the sandbox's network namespace (a path), for process attribution
+  std::string netns;  // the sandbox's network namespace (a path), for process attribution
 };
 
 struct session_totals {

@@ -16,11 +16,13 @@ parse_result bad(std::string message) { return parse_result(boost::system::in_pl
 // A JSON object of strings, as labels are written.
 boost::system::result<record::label_list, std::string> labels_of(const json::value& v, std::string_view field) {
   using result = boost::system::result<record::label_list, std::string>;
-  if (!v.is_object()) return result(boost::system::in_place_error, std::string(field) + ": expected an object of strings");
+  if (!v.is_object())
+    return result(boost::system::in_place_error, std::string(field) + ": expected an object of strings");
   record::label_list out;
   for (const auto& kv : v.as_object()) {
     if (!kv.value().is_string())
-      return result(boost::system::in_place_error, std::string(field) + "." + std::string(kv.key()) + ": expected a string");
+      return result(boost::system::in_place_error,
+                    std::string(field) + "." + std::string(kv.key()) + ": expected a string");
     out.emplace_back(std::string(kv.key()), std::string(kv.value().as_string()));
   }
   return out;
@@ -28,10 +30,12 @@ boost::system::result<record::label_list, std::string> labels_of(const json::val
 
 boost::system::result<std::vector<std::string>, std::string> strings_of(const json::value& v, std::string_view field) {
   using result = boost::system::result<std::vector<std::string>, std::string>;
-  if (!v.is_array()) return result(boost::system::in_place_error, std::string(field) + ": expected an array of strings");
+  if (!v.is_array())
+    return result(boost::system::in_place_error, std::string(field) + ": expected an array of strings");
   std::vector<std::string> out;
   for (const auto& s : v.as_array()) {
-    if (!s.is_string()) return result(boost::system::in_place_error, std::string(field) + ": expected an array of strings");
+    if (!s.is_string())
+      return result(boost::system::in_place_error, std::string(field) + ": expected an array of strings");
     out.emplace_back(s.as_string());
   }
   return out;
@@ -135,7 +139,8 @@ http_response handle(control_hooks& h, const http_request& req) {
     if (rest == "/context" && (m == "PUT" || m == "POST")) {
       boost::system::error_code ec;
       const auto body = json::parse(req.body, ec);
-      if (ec || !body.is_object()) return json_error(400, "expected a JSON object {\"tool_call\": ..., \"labels\": {...}}");
+      if (ec || !body.is_object())
+        return json_error(400, "expected a JSON object {\"tool_call\": ..., \"labels\": {...}}");
       std::string tool_call;
       record::label_list labels;
       if (const auto* t = body.as_object().if_contains("tool_call"); t && !t->is_null()) {

@@ -33,7 +33,7 @@ class embedded_daemon final : public control::session_api {
   }
 
   control::result<void> set_context(const std::string& id, const std::string& tool_call,
-                           const std::vector<std::pair<std::string, std::string>>& labels) override {
+                                    const std::vector<std::pair<std::string, std::string>>& labels) override {
     auto done = daemon_->call([&] { return daemon_->registry().set_context(id, tool_call, labels); });
     if (!done.has_value()) return refused(done.error());
     return {};
@@ -58,7 +58,8 @@ control::result<std::unique_ptr<control::session_api>> start_embedded(const embe
   if (!options.decisions_log.empty()) o.decisions_log = options.decisions_log;
   o.embedded_listen = options.listen_address;
   auto made = instance::create(o);
-  if (!made.has_value()) return control::result<std::unique_ptr<control::session_api>>(boost::system::in_place_error, made.error().message);
+  if (!made.has_value())
+    return control::result<std::unique_ptr<control::session_api>>(boost::system::in_place_error, made.error().message);
   return std::unique_ptr<control::session_api>(std::make_unique<embedded_daemon>(std::move(*made)));
 }
 

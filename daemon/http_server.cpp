@@ -1,8 +1,8 @@
 #include "daemon/http_server.hpp"
 
 #include "base/deadline.hpp"
-#include "record/decision.hpp"
 #include "base/spawn.hpp"
+#include "record/decision.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -24,14 +24,14 @@ namespace http = beast::http;
 // One connection: read a request, answer it, until the peer closes, stays silent past
 // the limit, or asks to close.
 template <typename Socket>
-asio::awaitable<void> serve_connection(Socket socket, std::shared_ptr<const http_handler> handler,
-                                       http_limits limits) {
+asio::awaitable<void> serve_connection(Socket socket, std::shared_ptr<const http_handler> handler, http_limits limits) {
   beast::flat_buffer buffer(16 * 1024);
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(16 * 1024);
     parser.body_limit(limits.max_body);
-    auto read = co_await base::with_deadline(http::async_read(socket, buffer, parser, base::nothrow), limits.read_limit);
+    auto read = co_await base::with_deadline(http::async_read(socket, buffer, parser, base::nothrow),
+                                             limits.read_limit);
     if (!read) co_return;  // silent too long
     auto [ec, n] = *read;
     http_response answer;

@@ -37,8 +37,8 @@ struct http_limits {
 // Accepts until the acceptor is closed; each connection may carry several requests.
 boost::asio::awaitable<void> serve_http(boost::asio::ip::tcp::acceptor& acceptor, http_handler handler,
                                         http_limits limits = {});
-boost::asio::awaitable<void> serve_http(boost::asio::local::stream_protocol::acceptor& acceptor,
-                                        http_handler handler, http_limits limits = {});
+boost::asio::awaitable<void> serve_http(boost::asio::local::stream_protocol::acceptor& acceptor, http_handler handler,
+                                        http_limits limits = {});
 
 // A JSON error body: {"error": "..."}.
 http_response json_error(int status, const std::string& message);

@@ -1,21 +1,20 @@
 #include "daemon/instance.hpp"
 
 #include "attribution/finder.hpp"
+#include "base/cpu_quota.hpp"
+#include "base/deadline.hpp"
+#include "base/loop_grace.hpp"
+#include "base/open_files.hpp"
+#include "base/spawn.hpp"
 #include "certs/ca.hpp"
 #include "certs/leaf_minter.hpp"
 #include "certs/tls_contexts.hpp"
 #include "daemon/control_api.hpp"
-#include "base/cpu_quota.hpp"
-#include "base/deadline.hpp"
-#include "record/decision_log.hpp"
 #include "daemon/host_addresses.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/listen.hpp"
-#include "base/loop_grace.hpp"
 #include "daemon/metrics.hpp"
-#include "base/open_files.hpp"
 #include "daemon/overload_watch.hpp"
-#include "base/spawn.hpp"
 #include "dns/resolver.hpp"
 #include "dns/server.hpp"
 #include "policy/config.hpp"
@@ -25,6 +24,7 @@
 #include "proxy/connection.hpp"
 #include "proxy/own_socket.hpp"
 #include "proxy/steps.hpp"
+#include "record/decision_log.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
@@ -64,7 +64,8 @@ std::string error_lines(const std::vector<policy::config_error>& errors) {
 // Completion for long-lived coroutines: an escaping exception is a bug, said on stderr
 // with the part that stopped, never swallowed.
 auto report(const char* where) {
-  return base::report_exceptions([where](const char* what) { std::fprintf(stderr, "airlock: %s stopped: %s\n", where, what); });
+  return base::report_exceptions(
+      [where](const char* what) { std::fprintf(stderr, "airlock: %s stopped: %s\n", where, what); });
 }
 
 // The CA a sandbox should trust: only when some rule terminates TLS with it.
@@ -81,8 +82,9 @@ std::string inspection_ca(const policy::config& cfg) {
 unsigned usable_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  const unsigned cpus =
-      ::sched_getaffinity(0, sizeof set, &set) == 0 ? static_cast<unsigned>(std::max(1, CPU_COUNT(&set))) : 1;
+  const unsigned cpus = ::sched_getaffinity(0, sizeof set, &set) == 0
+                            ? static_cast<unsigned>(std::max(1, CPU_COUNT(&set)))
+                            : 1;
   const auto quota = base::cpu_quota::of_this_process();
   if (!quota || base::cpu_quota::loops_for(*quota) >= cpus) return cpus;
   std::fprintf(stderr, "airlock: threads: auto: %u, for the cgroup's CPU quota of %.2f (of %u CPUs)\n",
@@ -134,9 +136,9 @@ struct instance::parts {
   metrics stats;
   std::unique_ptr<policy::store> policies;
   std::unique_ptr<session_registry> sessions;
-  dns::name_table names{{}, grace};  // read by every loop; what it unlinks waits for them all
+  dns::name_table names{{}, grace};    // read by every loop; what it unlinks waits for them all
   dns::answer_cache cache{{}, grace};  // likewise
-  base::overload_state overload;  // memory pressure: read by every loop, set by watch_memory
+  base::overload_state overload;       // memory pressure: read by every loop, set by watch_memory
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
   asio::io_context io{one_thread_per_loop};
@@ -156,7 +158,7 @@ struct instance::parts {
   std::list<tcp::acceptor> proxy_acceptors;  // REDIRECT
   std::list<tcp::acceptor> tproxy_acceptors;
   std::vector<policy::endpoint_config> proxy_bound, tproxy_bound, explicit_bound, dns_bound, admin_bound;
-  std::optional<host_address_watch> host_watch;  // airlock's own addresses, as they change
+  std::optional<host_address_watch> host_watch;     // airlock's own addresses, as they change
   std::atomic<std::size_t> active_connections = 0;  // on every loop
   std::atomic<bool> stopping = false;
   std::string ready;
@@ -247,8 +249,8 @@ namespace {
 using connection_handler = asio::awaitable<void> (*)(tcp::socket, tcp::endpoint, proxy::proxy_context&);
 
 // Counts the connection while it lives, so shutdown can wait for the open ones.
-asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, tcp::endpoint peer,
-                                       proxy::proxy_context& ctx, connection_handler handle) {
+asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, tcp::endpoint peer, proxy::proxy_context& ctx,
+                                       connection_handler handle) {
   struct count {
     parts_t& r;
     explicit count(parts_t& rr) : r(rr) { ++r.active_connections; }
@@ -311,9 +313,9 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::pr
       co_await pause.async_wait(base::nothrow);
       continue;
     }
-    base::spawn_session(acceptor.get_executor(), serve_connection(r, std::move(socket), peer, ctx, handle), [](const char* what) {
-      std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
-    });
+    base::spawn_session(
+        acceptor.get_executor(), serve_connection(r, std::move(socket), peer, ctx, handle),
+        [](const char* what) { std::fprintf(stderr, "airlock: connection: internal error: %s\n", what); });
   }
 }
 
@@ -337,8 +339,7 @@ void on_overload(parts_t& r, base::overload_level from, base::overload_level to,
     r.names.expire(dns::name_table::clock::now());
   }
   static constexpr const char* doing[] = {
-      "back to normal",
-      "new connections get a quarter of the peek and idle timeouts",
+      "back to normal", "new connections get a quarter of the peek and idle timeouts",
       "refusing new connections and DNS queries (limit:memory); relayed connections go on"};
   std::fprintf(stderr, "airlock: memory pressure %.0f%%: %s -> %s: %s", pressure * 100, to_string(from), to_string(to),
                doing[static_cast<int>(to)]);
@@ -394,7 +395,8 @@ registry_result<std::shared_ptr<const policy::snapshot>> reload(parts_t& r) {
   // The CA and the origin trust are loaded once, at start: a reload cannot bring them.
   if (cfg->inspection.ca_dir != r.cfg.inspection.ca_dir || cfg->inspection.upstream_ca != r.cfg.inspection.upstream_ca)
     return fail(registry_error{
-        422, {cfg->file + ": inspection: ca_dir and upstream_ca are read at start; restart the daemon to change them"}});
+        422,
+        {cfg->file + ": inspection: ca_dir and upstream_ca are read at start; restart the daemon to change them"}});
   auto snap = r.sessions->apply(std::move(*cfg));
   if (!snap.has_value()) return fail(snap.error());
   r.stats.count_reload(true);
@@ -462,7 +464,9 @@ boost::system::result<void, std::string> open_control(parts_t& r) {
 
 boost::system::result<std::unique_ptr<instance>, startup_error> instance::create(const instance_options& options) {
   using result = boost::system::result<std::unique_ptr<instance>, startup_error>;
-  auto fail = [](int code, std::string message) { return result(boost::system::in_place_error, startup_error{code, std::move(message)}); };
+  auto fail = [](int code, std::string message) {
+    return result(boost::system::in_place_error, startup_error{code, std::move(message)});
+  };
 
   auto p = std::make_unique<parts>();
   p->options = options;
@@ -483,7 +487,8 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   if (p->cfg.listen.proxy.empty() && p->cfg.listen.tproxy.empty() && p->cfg.listen.dns.empty() &&
       p->cfg.listen.http_proxy.empty())
     // A daemon that listens on nothing would look healthy and guard nothing.
-    return fail(2, p->cfg.file + ": nothing to serve: set listen.proxy (or listen.tproxy) and listen.dns, or listen.http_proxy (see 'airlock check --print-default')");
+    return fail(2, p->cfg.file + ": nothing to serve: set listen.proxy (or listen.tproxy) and listen.dns, or "
+                                 "listen.http_proxy (see 'airlock check --print-default')");
 
   p->log_path = options.decisions_log.value_or(p->cfg.decisions_log.empty() ? std::string(policy::default_decisions_log)
                                                                             : p->cfg.decisions_log);
@@ -504,9 +509,12 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   auto resolver = dns::resolver::create(p->io.get_executor(), {p->cfg.upstream_dns});
   if (!resolver.has_value()) return fail(1, resolver.error());
   p->resolver = std::move(*resolver);
-  p->resolver->on_upstream_done = [stats = &p->stats](auto took, bool answered) { stats->observe_upstream(took, answered); };
+  p->resolver->on_upstream_done = [stats = &p->stats](auto took, bool answered) {
+    stats->observe_upstream(took, answered);
+  };
 
-  p->dns_ctx = std::make_unique<dns::query_context>(dns::query_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache});
+  p->dns_ctx = std::make_unique<dns::query_context>(
+      dns::query_context{*p->policies, *p->resolver, *p->sessions, p->names, p->cache});
   p->dns_ctx->settings = p->cfg.dns;
   // AAAA answers only when the proxy can carry IPv6: otherwise clients without Happy
   // Eyeballs would try an address whose connection can only be refused.
@@ -555,7 +563,8 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   // for the embedded daemon: the sandbox's command, started from this process, would inherit
   // the raised limit, and one sandbox's connections fit in the usual 1024.
   if (!options.embedded_listen)
-    if (const auto open_files = base::raise_open_files_limit(); base::connections_within(open_files) < p->cfg.limits.connections)
+    if (const auto open_files = base::raise_open_files_limit();
+        base::connections_within(open_files) < p->cfg.limits.connections)
       std::fprintf(stderr,
                    "airlock: warning: the open-files limit (%llu) holds about %llu relayed connections, fewer than "
                    "limits.connections (%llu); past it new connections are reset. Raise the hard limit (ulimit -Hn, "
@@ -597,9 +606,9 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
       std::list<tcp::acceptor>* acceptors;
       bool transparent;
     };
-    for (auto [wanted, acceptors, transparent] : {joined{&p->proxy_bound, &loop.proxy_acceptors, false},
-                                                  joined{&p->tproxy_bound, &loop.tproxy_acceptors, true},
-                                                  joined{&p->explicit_bound, &loop.explicit_acceptors, false}}) {
+    for (auto [wanted, acceptors, transparent] :
+         {joined{&p->proxy_bound, &loop.proxy_acceptors, false}, joined{&p->tproxy_bound, &loop.tproxy_acceptors, true},
+          joined{&p->explicit_bound, &loop.explicit_acceptors, false}}) {
       for (const auto& ep : *wanted) {
         auto& a = acceptors->emplace_back(loop.io);
         if (auto ec = listen_tcp(a, tcp::endpoint(ep.address, ep.port), port_use::joins_group, transparent); ec)
@@ -661,14 +670,16 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
     co_spawn(r.io, serve_http(a, [&r](const http_request& req) { return admin(r, req); }), report("admin listener"));
   if (r.control)
     co_spawn(r.io,
-             serve_http(*r.control, make_control_handler(control_hooks{
-                                        *r.sessions, [&r] { return reload(r); }, [&r] { return info_json(r); },
-                                        [&r] { return r.sample(); }})),
+             serve_http(*r.control, make_control_handler(control_hooks{*r.sessions, [&r] { return reload(r); },
+                                                                       [&r] { return info_json(r); },
+                                                                       [&r] { return r.sample(); }})),
              report("control listener"));
   co_spawn(r.io, expire_names(r), report("name table expiry"));
   co_spawn(r.io,
            watch_memory(r.cfg.overload, r.overload, r.stopping,
-                        [&r](base::overload_level from, base::overload_level to, double pressure) { on_overload(r, from, to, pressure); }),
+                        [&r](base::overload_level from, base::overload_level to, double pressure) {
+                          on_overload(r, from, to, pressure);
+                        }),
            report("memory pressure"));
 
   const auto current = r.policies->current();
@@ -689,7 +700,7 @@ void instance::run() {
   for (auto& loop : parts_->loops) loop->thread = std::thread([&io = loop->io] { io.run(); });
   parts_->io.run();
   for (auto& loop : parts_->loops) {
-    loop->io.stop();  // connections still open there are cut: their lines are written
+    loop->io.stop();                                   // connections still open there are cut: their lines are written
     if (loop->thread.joinable()) loop->thread.join();  // when the loop is destroyed
   }
   // Every session closes with its totals when the registry goes, after the loops: the

@@ -1,8 +1,8 @@
 #include "daemon/session_registry.hpp"
 
-#include "daemon/metrics.hpp"
-#include "base/small_file.hpp"
 #include "base/read_sections.hpp"
+#include "base/small_file.hpp"
+#include "daemon/metrics.hpp"
 #include "daemon/session_state.hpp"
 
 #include "policy/host_port.hpp"
@@ -71,9 +71,7 @@ registry_result<std::vector<policy::rule_config>> allowances(const std::vector<s
   return rules;
 }
 
-bool overlaps(const policy::cidr& a, const policy::cidr& b) {
-  return a.contains(b.network) || b.contains(a.network);
-}
+bool overlaps(const policy::cidr& a, const policy::cidr& b) { return a.contains(b.network) || b.contains(a.network); }
 
 std::vector<std::string> error_texts(const std::vector<policy::config_error>& errors) {
   std::vector<std::string> out;
@@ -303,7 +301,8 @@ session_registry::restore_report session_registry::restore_from(const std::files
       std::error_code ec;
       std::filesystem::rename(file, kept, ec);
       report.messages.push_back(file.string() + ": " + sessions.error() + "; no session restored (kept as " +
-                                kept.string() + "); sandboxes registered before the restart fall to the config's "
+                                kept.string() +
+                                "); sandboxes registered before the restart fall to the config's "
                                 "bindings until registered again");
     } else {
       for (const auto& s : *sessions) {

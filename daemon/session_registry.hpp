@@ -13,18 +13,18 @@
 // reads that index and adds to atomic counters, so a decision takes no lock here. A
 // session leaves the index before its close line is written, which waits for the lines
 // still being emitted with an older index: the close line counts every line stamped as its.
-#include "record/decision.hpp"
-#include "daemon/metrics.hpp"
 #include "control/session_api.hpp"
+#include "daemon/metrics.hpp"
 #include "policy/config.hpp"
 #include "policy/store.hpp"
+#include "record/decision.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -90,7 +90,8 @@ class session_registry final : public record::decision_sink {
   };
   restore_report restore_from(const std::filesystem::path& file);
   registry_result<control::session_totals> remove(const std::string& id);
-  registry_result<void> set_context(const std::string& id, const std::string& tool_call, const record::label_list& labels);
+  registry_result<void> set_context(const std::string& id, const std::string& tool_call,
+                                    const record::label_list& labels);
   std::vector<session_view> list() const;
   std::optional<session_view> find(const std::string& id) const;
   // The sandbox netns of a runtime session ("" when unknown), for process attribution.
@@ -110,8 +111,8 @@ class session_registry final : public record::decision_sink {
     std::shared_ptr<session_tally> tally = std::make_shared<session_tally>();
     std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
     std::vector<policy::rule_config> extra_allow;  // runtime sessions with --allow
-    std::string base_policy;                        // the policy extra_allow extends
-    control::session_request request;                        // runtime sessions: as registered (id set), kept on disk
+    std::string base_policy;                       // the policy extra_allow extends
+    control::session_request request;              // runtime sessions: as registered (id set), kept on disk
   };
 
   registry_result<std::shared_ptr<const policy::snapshot>> compile_and_publish(const policy::config& base);
@@ -141,7 +142,7 @@ class session_registry final : public record::decision_sink {
   mutable std::mutex mutex_;  // guards base_ and sessions_
   policy::config base_;
   std::map<std::string, entry, std::less<>> sessions_;  // ordered: stable listings
-  std::filesystem::path state_file_;  // empty: runtime sessions live only in memory
+  std::filesystem::path state_file_;                    // empty: runtime sessions live only in memory
   // Replaced whole on every change; read inside a read section (base/read_sections.hpp),
   // so a line takes no lock and writes nothing other threads write; the old one is freed
   // once the sections open at the swap have closed.

@@ -20,6 +20,8 @@ packages=(
   libbenchmark-dev
   # fuzz targets (clang's libFuzzer)
   clang-14 libfuzzer-14-dev
+  # the layout check (tests/lint/format.sh; .clang-format is tuned for version 14)
+  clang-format
   # the launcher and the gateway rules
   nftables libnftables-dev iproute2 bubblewrap
   # test peers: real DNS server, real origin, real clients

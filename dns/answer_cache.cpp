@@ -35,20 +35,22 @@ void answer_cache::key(std::string& out, std::string_view name, std::uint16_t qt
 }
 
 std::optional<wire::message> answer_cache::find(std::string_view name, std::uint16_t qtype,
-                                               clock::time_point now) const {
+                                                clock::time_point now) const {
   thread_local std::string k;  // no allocation per lookup
   key(k, name, qtype);
   const entry* e = entries_.find(k);
   if (e == nullptr || e->expires <= now) return std::nullopt;  // an expired one waits for the hand
   if (!e->read.load(std::memory_order_relaxed)) e->read.store(true, std::memory_order_relaxed);
   wire::message copy = e->answer;
-  const auto seconds = static_cast<std::uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(now - e->stored).count());
+  const auto seconds = static_cast<std::uint32_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(now - e->stored).count());
   age(copy.answers, seconds);
   age(copy.authority, seconds);
   return copy;
 }
 
-void answer_cache::store(std::string_view name, std::uint16_t qtype, const wire::message& answer, clock::time_point now) {
+void answer_cache::store(std::string_view name, std::uint16_t qtype, const wire::message& answer,
+                         clock::time_point now) {
   if (limits_.max_entries == 0 || answer.hdr.tc()) return;
   std::optional<std::uint32_t> ttl;
   const auto rcode = answer.hdr.rcode_bits();

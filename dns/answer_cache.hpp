@@ -49,7 +49,8 @@ class answer_cache {
  private:
   struct entry {
     entry(const wire::message& a, clock::time_point s, clock::time_point e) : answer(a), stored(s), expires(e) {}
-    entry(const entry& o) : answer(o.answer), stored(o.stored), expires(o.expires), read(o.read.load(std::memory_order_relaxed)) {}
+    entry(const entry& o)
+        : answer(o.answer), stored(o.stored), expires(o.expires), read(o.read.load(std::memory_order_relaxed)) {}
     wire::message answer;
     clock::time_point stored;
     clock::time_point expires;

@@ -16,8 +16,7 @@ namespace {
 
 // SvcParamKeys we act on (RFC 9460 section 14.3.2).
 namespace svc_key {
-inline constexpr std::uint16_t mandatory = 0, alpn = 1, no_default_alpn = 2, ipv4hint = 4, ech = 5,
-                               ipv6hint = 6;
+inline constexpr std::uint16_t mandatory = 0, alpn = 1, no_default_alpn = 2, ipv4hint = 4, ech = 5, ipv6hint = 6;
 }  // namespace svc_key
 
 std::uint16_t u16_at(std::string_view s, std::size_t i) noexcept {
@@ -159,7 +158,8 @@ std::optional<std::string> filter_svcb(std::string_view rdata, bool drop_h3) {
 // has two CNAMEs, the first one wins and the other is left unmarked.
 std::vector<bool> follow_chain(const std::vector<wire::record>& answers, std::vector<wire::name>& chain) {
   // Most answers hold no CNAME at all: nothing to mark (is_link is read for CNAMEs only).
-  if (std::none_of(answers.begin(), answers.end(), [](const wire::record& rr) { return rr.rtype == wire::type::cname; }))
+  if (std::none_of(answers.begin(), answers.end(),
+                   [](const wire::record& rr) { return rr.rtype == wire::type::cname; }))
     return {};
   std::vector<bool> is_link(answers.size(), false);
   auto in_chain = [&](const wire::name& n) {

@@ -20,25 +20,25 @@
 namespace airlock::dns {
 
 struct filter_settings {
-  bool ipv6 = true;  // the sandbox has an IPv6 path; false: AAAA records are removed (clients
-                     // without Happy Eyeballs hang otherwise)
+  bool ipv6 = true;          // the sandbox has an IPv6 path; false: AAAA records are removed (clients
+                             // without Happy Eyeballs hang otherwise)
   bool quic_blocked = true;  // QUIC is dropped at the gateway: "h3*" ALPN ids are removed from
                              // HTTPS/SVCB so clients do not try it
 };
 
 struct filter_outcome {
   std::vector<boost::asio::ip::address> addresses;  // A/AAAA kept, in order (what the name table records)
-  std::vector<wire::name> chain;                     // qname, then each CNAME target followed
-  std::size_t removed_special = 0;       // A/AAAA in special ranges, not allowed by `allow_special`
-  std::size_t removed_out_of_chain = 0;  // records whose owner is not qname or a CNAME target in
-                                         // the chain, and CNAMEs that do not extend it (a second
-                                         // CNAME at one name, a loop, a link past the cap)
-  std::size_t removed_aaaa = 0;          // settings.ipv6 == false
-  std::size_t svcb_rewritten = 0;        // HTTPS/SVCB records that lost params (ech, hints, h3, ...)
-  std::size_t removed_malformed = 0;     // in-chain records we could not check (bad SvcParams,
-                                         // CNAME target or A/AAAA size), or HTTPS/SVCB whose
-                                         // `mandatory` list names a key the rewrite removed
-  std::size_t removed_other = 0;         // DNAME, and records of a class other than IN
+  std::vector<wire::name> chain;                    // qname, then each CNAME target followed
+  std::size_t removed_special = 0;                  // A/AAAA in special ranges, not allowed by `allow_special`
+  std::size_t removed_out_of_chain = 0;             // records whose owner is not qname or a CNAME target in
+                                                    // the chain, and CNAMEs that do not extend it (a second
+                                                    // CNAME at one name, a loop, a link past the cap)
+  std::size_t removed_aaaa = 0;                     // settings.ipv6 == false
+  std::size_t svcb_rewritten = 0;                   // HTTPS/SVCB records that lost params (ech, hints, h3, ...)
+  std::size_t removed_malformed = 0;                // in-chain records we could not check (bad SvcParams,
+                                                    // CNAME target or A/AAAA size), or HTTPS/SVCB whose
+                                                    // `mandatory` list names a key the rewrite removed
+  std::size_t removed_other = 0;                    // DNAME, and records of a class other than IN
 
   // Answer-section records removed, for whatever reason.
   std::size_t removed() const noexcept {

@@ -51,7 +51,8 @@ boost::system::result<resolved, resolve_error> take_answer(answer_cache& cache, 
 
 }  // namespace
 
-boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve_upstream(resolver& r, answer_cache& cache,
+boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve_upstream(resolver& r,
+                                                                                        answer_cache& cache,
                                                                                         const policy::domain_name& name,
                                                                                         std::uint16_t qtype) {
   co_return take_answer(cache, name, qtype, co_await r.query(name.str(), qtype));
@@ -89,8 +90,7 @@ bool collect(const wire::message& answer, found_addresses& found) {
 
 }  // namespace
 
-std::optional<found_addresses> cached_addresses(answer_cache& cache, const policy::domain_name& name,
-                                                ask_first first) {
+std::optional<found_addresses> cached_addresses(answer_cache& cache, const policy::domain_name& name, ask_first first) {
   found_addresses found;
   for (auto qtype : address_types(first)) {
     auto hit = find_cached(cache, name, qtype);

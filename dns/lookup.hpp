@@ -23,7 +23,8 @@ struct resolved {
 // The cached answer, if there is one: what resolve() would return without suspending.
 std::optional<resolved> find_cached(answer_cache& cache, const policy::domain_name& name, std::uint16_t qtype);
 // Straight to the upstream (the answer is then cached): for a caller that asked find_cached.
-boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve_upstream(resolver& r, answer_cache& cache,
+boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve_upstream(resolver& r,
+                                                                                        answer_cache& cache,
                                                                                         const policy::domain_name& name,
                                                                                         std::uint16_t qtype);
 boost::asio::awaitable<boost::system::result<resolved, resolve_error>> resolve(resolver& r, answer_cache& cache,
@@ -45,9 +46,8 @@ enum class ask_first { a, aaaa };
 
 // What lookup_addresses would return, when the cache alone can say it (without suspending:
 // any thread may ask); nullopt when an upstream question would be needed.
-std::optional<found_addresses> cached_addresses(answer_cache& cache,
-                                                                      const policy::domain_name& name,
-                                                                      ask_first first = ask_first::a);
+std::optional<found_addresses> cached_addresses(answer_cache& cache, const policy::domain_name& name,
+                                                ask_first first = ask_first::a);
 
 // The addresses of one record type (A or AAAA) that the cache holds now; empty when it holds
 // none. Never asks upstream.

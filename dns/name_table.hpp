@@ -31,7 +31,7 @@ class name_table {
   using clock = std::chrono::steady_clock;
 
   struct limits {
-    std::chrono::seconds min_ttl{30};   // a client may connect a little after a TTL-0 answer
+    std::chrono::seconds min_ttl{30};  // a client may connect a little after a TTL-0 answer
     std::chrono::seconds max_ttl{3600};
     std::size_t max_names_per_address = 16;  // shared CDN addresses carry many names
     std::size_t max_entries_per_session = 4096;
@@ -66,7 +66,8 @@ class name_table {
   // A name under one key. A renewal (the same name in a later answer) changes only the
   // atomics, in place: most answers are renewals, and they cost no new node.
   struct slot {
-    slot(std::string_view n, std::uint16_t id, clock::time_point e) : name(n), query_id(id), expires(e.time_since_epoch().count()) {}
+    slot(std::string_view n, std::uint16_t id, clock::time_point e)
+        : name(n), query_id(id), expires(e.time_since_epoch().count()) {}
     slot(const slot& o)
         : name(o.name),
           query_id(o.query_id.load(std::memory_order_relaxed)),

@@ -200,7 +200,8 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
     rec.verdict = verdict::deny;
     rec.reason = why;
     rec.rcode = rcode_name(static_cast<std::uint8_t>(rc));
-    reply_ = wire::build_error(q, rc, std::pair<std::uint16_t, std::string>{ede, "airlock: " + std::string(policy::to_string(why))});
+    reply_ = wire::build_error(
+        q, rc, std::pair<std::uint16_t, std::string>{ede, "airlock: " + std::string(policy::to_string(why))});
     return !must_wait_for_process();
   };
 
@@ -228,8 +229,8 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
 
   // A sandbox flooding queries (DNS tunnelling, or a loop) is refused before any work.
   const auto now = base::token_bucket::clock::now();
-  auto& bucket = ctx.buckets.try_emplace(rec.session, ctx.settings.queries_per_second, ctx.settings.burst, now)
-                     .first->second;
+  auto& bucket =
+      ctx.buckets.try_emplace(rec.session, ctx.settings.queries_per_second, ctx.settings.burst, now).first->second;
   if (!bucket.take(now)) return refuse(wire::rcode::refused, reason::limit_exceeded, ede_blocked);
   // (After the rate limit: a flood must not fill the process finder's queue.)
   if (over_udp_ && ctx.finder && ctx.netns_of) {
@@ -295,7 +296,8 @@ boost::asio::awaitable<std::optional<std::string>> started_query::finish() {
   co_return std::move(reply_);
 }
 
-std::optional<std::string> started_query::build_answer(judged& j, boost::system::result<resolved, resolve_error> resolved) {
+std::optional<std::string> started_query::build_answer(judged& j,
+                                                       boost::system::result<resolved, resolve_error> resolved) {
   auto& ctx = *ctx_;
   auto& rec = *rec_;
   const wire::query& q = j.q;
@@ -321,7 +323,9 @@ std::optional<std::string> started_query::build_answer(judged& j, boost::system:
   const auto own = ctx.policies.own();
   const auto outcome = filter_answer(
       *upstream, q.q.qname, ctx.filter,
-      [&](const boost::asio::ip::address& a) { return policy::reachable(*session.policy, own.get(), a, policy::any_port); },
+      [&](const boost::asio::ip::address& a) {
+        return policy::reachable(*session.policy, own.get(), a, policy::any_port);
+      },
       own.get());
   for (auto& rr : upstream->answers) {
     if (auto a = address_of(rr)) {
@@ -357,8 +361,7 @@ std::optional<std::string> started_query::build_answer(judged& j, boost::system:
   return wire::build(reply, limit);
 }
 
-boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx,
-                                                                std::span<const std::byte> packet,
+boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx, std::span<const std::byte> packet,
                                                                 const boost::asio::ip::address& client_address,
                                                                 std::uint16_t client_port, bool over_udp) {
   started_query query(ctx, client_address, client_port, over_udp);

@@ -3,7 +3,6 @@
 // filter the answer, reply under the client's own id, log exactly one decision.
 #include "attribution/finder.hpp"
 #include "attribution/probe.hpp"
-#include "record/decision.hpp"
 #include "base/overload.hpp"
 #include "base/token_bucket.hpp"
 #include "dns/answer_cache.hpp"
@@ -13,21 +12,21 @@
 #include "dns/resolver.hpp"
 #include "policy/redirect_grants.hpp"
 #include "policy/store.hpp"
+#include "record/decision.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/address.hpp>
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <functional>
-#include <memory>
 #include <unordered_map>
 
 namespace airlock::dns {
-
 
 struct query_context {
   policy::store& policies;
@@ -35,7 +34,7 @@ struct query_context {
   record::decision_sink& log;
   name_table& names;
   answer_cache& cache;
-  policy::dns_config settings{};  // from the config's `dns:` (rate, refused types, deny rcode)
+  policy::dns_config settings{};       // from the config's `dns:` (rate, refused types, deny rcode)
   bool refuse_when_unrecorded = true;  // `log.when_unwritable: refuse` (policy::config)
   filter_settings filter{};
   // One bucket per session id: bounded by the number of sessions, not by clients.
@@ -51,8 +50,7 @@ struct query_context {
 
 // The reply to send, or nullopt to stay silent (input too broken to answer).
 // Over UDP the reply fits the client's EDNS size (512 without EDNS); over TCP 65535.
-boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx,
-                                                                std::span<const std::byte> packet,
+boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& ctx, std::span<const std::byte> packet,
                                                                 const boost::asio::ip::address& client_address,
                                                                 std::uint16_t client_port, bool over_udp);
 

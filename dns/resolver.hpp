@@ -33,7 +33,7 @@ class resolver {
  public:
   struct options {
     std::vector<policy::endpoint_config> servers;  // empty: /etc/resolv.conf
-    std::chrono::milliseconds timeout{1000};  // first try; c-ares doubles it per round: 1 s + 2 s in all
+    std::chrono::milliseconds timeout{1000};       // first try; c-ares doubles it per round: 1 s + 2 s in all
     int tries = 2;
     std::size_t max_in_flight = 1024;  // distinct upstream queries at once; beyond: overloaded
   };

@@ -131,8 +131,8 @@ class datagram_batch {
 // One datagram: answered in the batch when nothing has to be waited for (a cache hit, a
 // denial, an error), on a coroutine of its own otherwise (the upstream, a denial's process
 // lookup), so a slow upstream never holds up other clients.
-void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io_executor& ex,
-                     datagram_batch& batch, unsigned i) noexcept {
+void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io_executor& ex, datagram_batch& batch,
+                     unsigned i) noexcept {
   try {
     const auto client = batch.client(i);
     started_query query(ctx, client.address(), client.port(), true);
@@ -149,13 +149,14 @@ void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io
 }
 
 // Reads exactly buffer.size() bytes within `limit`; false on EOF, error or timeout.
-asio::awaitable<bool> read_exactly(tcp::socket& s, asio::mutable_buffer buffer, std::chrono::steady_clock::duration limit) {
+asio::awaitable<bool> read_exactly(tcp::socket& s, asio::mutable_buffer buffer,
+                                   std::chrono::steady_clock::duration limit) {
   auto read = [&]() -> asio::awaitable<bool> {
     auto [ec, n] = co_await asio::async_read(s, buffer, base::nothrow);
     co_return !ec && n == buffer.size();
   };
   auto ok = co_await base::with_deadline(read(), limit);
-  co_return ok && *ok;
+  co_return (ok && *ok);
 }
 
 asio::awaitable<void> tcp_connection(tcp::socket socket, query_context& ctx, tcp_limits limits,

@@ -23,8 +23,8 @@ using layout = std::span<const step>;
 
 // Obsolete or rare types whose RDATA still holds names a sender may compress.
 namespace rr {
-inline constexpr std::uint16_t md = 3, mf = 4, mb = 7, mg = 8, mr = 9, minfo = 14, rp = 17,
-                               afsdb = 18, rt = 21, sig = 24, px = 26, nxt = 30, naptr = 35;
+inline constexpr std::uint16_t md = 3, mf = 4, mb = 7, mg = 8, mr = 9, minfo = 14, rp = 17, afsdb = 18, rt = 21,
+                               sig = 24, px = 26, nxt = 30, naptr = 35;
 }  // namespace rr
 
 constexpr std::array<step, 1> name_layout{{{op::name}}};
@@ -49,41 +49,30 @@ layout layout_of(std::uint16_t rtype) noexcept {
     case rr::mf:
     case rr::mb:
     case rr::mg:
-    case rr::mr:
-      return name_layout;
-    case type::soa:
-      return soa_layout;
+    case rr::mr: return name_layout;
+    case type::soa: return soa_layout;
     case rr::minfo:
-    case rr::rp:
-      return two_names_layout;
+    case rr::rp: return two_names_layout;
     case type::mx:
     case rr::afsdb:
-    case rr::rt:
-      return preference_layout;
-    case rr::px:
-      return px_layout;
-    case type::srv:
-      return srv_layout;
-    case rr::naptr:
-      return naptr_layout;
-    case rr::sig:
-      return sig_layout;
-    case rr::nxt:
-      return nxt_layout;
-    default:
-      return {};
+    case rr::rt: return preference_layout;
+    case rr::px: return px_layout;
+    case type::srv: return srv_layout;
+    case rr::naptr: return naptr_layout;
+    case rr::sig: return sig_layout;
+    case rr::nxt: return nxt_layout;
+    default: return {};
   }
 }
 
 // Copies the RDATA at [begin, begin + len) into `out`, decompressing the names its layout names.
-error_or_ok read_rdata(std::span<const std::byte> p, std::uint16_t rtype, std::uint16_t rclass,
-                       std::size_t begin, std::size_t len, std::string& out) noexcept {
+error_or_ok read_rdata(std::span<const std::byte> p, std::uint16_t rtype, std::uint16_t rclass, std::size_t begin,
+                       std::size_t len, std::string& out) noexcept {
   const std::size_t end = begin + len;
   const layout steps = layout_of(rtype);
   // Only class IN fixes these sizes (CHAOS A, for one, holds a name); the answer filter reads
   // addresses, so a wrong size must not get that far.
-  if (rclass == class_in &&
-      ((rtype == type::a && len != 4) || (rtype == type::aaaa && len != 16))) {
+  if (rclass == class_in && ((rtype == type::a && len != 4) || (rtype == type::aaaa && len != 16))) {
     return parse_error::bad_record;
   }
   std::size_t pos = begin;
@@ -108,9 +97,7 @@ error_or_ok read_rdata(std::span<const std::byte> p, std::uint16_t rtype, std::u
       case op::name:
         if (auto err = detail::read_name(p, pos, end, out)) return err;
         break;
-      case op::rest:
-        copy(end - pos);
-        break;
+      case op::rest: copy(end - pos); break;
     }
   }
   if (pos != end) return parse_error::bad_record;
@@ -127,8 +114,7 @@ struct raw_record {
   std::size_t rdata_begin = 0, rdata_len = 0;
 };
 
-error_or_ok read_record_head(std::span<const std::byte> p, std::size_t& pos,
-                             raw_record& out) noexcept {
+error_or_ok read_record_head(std::span<const std::byte> p, std::size_t& pos, raw_record& out) noexcept {
   out.owner.wire.clear();
   if (auto err = detail::read_name(p, pos, p.size(), out.owner.wire)) return err;
   if (p.size() - pos < 10) return parse_error::too_short;
@@ -185,9 +171,8 @@ error_or_ok read_question(std::span<const std::byte> p, std::size_t& pos, questi
 // True when the minimum encodings of the counted entries cannot fit, which is checked before
 // anything is reserved so that 65535 counts in a tiny packet cost nothing (ROBUSTNESS C3).
 bool counts_exceed(const header& h, std::size_t size) noexcept {
-  const std::size_t need =
-      detail::header_size + detail::min_question_size * h.qdcount +
-      detail::min_record_size * (std::size_t{h.ancount} + h.nscount + h.arcount);
+  const std::size_t need = detail::header_size + detail::min_question_size * h.qdcount +
+                           detail::min_record_size * (std::size_t{h.ancount} + h.nscount + h.arcount);
   return need > size;
 }
 
@@ -195,36 +180,23 @@ bool counts_exceed(const header& h, std::size_t size) noexcept {
 
 std::string_view to_string(parse_error e) noexcept {
   switch (e) {
-    case parse_error::too_short:
-      return "too_short";
-    case parse_error::bad_name:
-      return "bad_name";
-    case parse_error::bad_pointer:
-      return "bad_pointer";
-    case parse_error::bad_counts:
-      return "bad_counts";
-    case parse_error::not_a_query:
-      return "not_a_query";
-    case parse_error::not_a_response:
-      return "not_a_response";
-    case parse_error::bad_opcode:
-      return "bad_opcode";
-    case parse_error::bad_question:
-      return "bad_question";
-    case parse_error::bad_edns:
-      return "bad_edns";
-    case parse_error::bad_record:
-      return "bad_record";
-    case parse_error::trailing_data:
-      return "trailing_data";
-    case parse_error::too_long:
-      return "too_long";
+    case parse_error::too_short: return "too_short";
+    case parse_error::bad_name: return "bad_name";
+    case parse_error::bad_pointer: return "bad_pointer";
+    case parse_error::bad_counts: return "bad_counts";
+    case parse_error::not_a_query: return "not_a_query";
+    case parse_error::not_a_response: return "not_a_response";
+    case parse_error::bad_opcode: return "bad_opcode";
+    case parse_error::bad_question: return "bad_question";
+    case parse_error::bad_edns: return "bad_edns";
+    case parse_error::bad_record: return "bad_record";
+    case parse_error::trailing_data: return "trailing_data";
+    case parse_error::too_long: return "too_long";
   }
   return "unknown";
 }
 
-boost::system::result<header, parse_error> parse_header(
-    std::span<const std::byte> packet) noexcept {
+boost::system::result<header, parse_error> parse_header(std::span<const std::byte> packet) noexcept {
   if (packet.size() > detail::max_message_size) return parse_error::too_long;
   if (packet.size() < detail::header_size) return parse_error::too_short;
   header h;
@@ -261,8 +233,7 @@ boost::system::result<query, parse_error> parse_query(std::span<const std::byte>
   return q;
 }
 
-boost::system::result<message, parse_error> parse_message(
-    std::span<const std::byte> packet) noexcept {
+boost::system::result<message, parse_error> parse_message(std::span<const std::byte> packet) noexcept {
   auto h = parse_header(packet);
   if (!h.has_value()) return h.error();
   message m;

@@ -20,17 +20,16 @@
 namespace airlock::dns::wire {
 
 namespace type {
-inline constexpr std::uint16_t a = 1, ns = 2, cname = 5, soa = 6, ptr = 12, mx = 15, txt = 16,
-                               aaaa = 28, srv = 33, dname = 39, opt = 41, svcb = 64, https = 65,
-                               any = 255;
+inline constexpr std::uint16_t a = 1, ns = 2, cname = 5, soa = 6, ptr = 12, mx = 15, txt = 16, aaaa = 28, srv = 33,
+                               dname = 39, opt = 41, svcb = 64, https = 65, any = 255;
 }  // namespace type
 
 inline constexpr std::uint16_t class_in = 1;
 
 // Header flag bits, for callers that assemble a header by hand.
 namespace flag {
-inline constexpr std::uint16_t qr = 0x8000, aa = 0x0400, tc = 0x0200, rd = 0x0100, ra = 0x0080,
-                               ad = 0x0020, cd = 0x0010;
+inline constexpr std::uint16_t qr = 0x8000, aa = 0x0400, tc = 0x0200, rd = 0x0100, ra = 0x0080, ad = 0x0020,
+                               cd = 0x0010;
 }  // namespace flag
 
 // EDNS option code of an extended DNS error (RFC 8914).
@@ -155,8 +154,7 @@ boost::system::result<query, parse_error> parse_query(std::span<const std::byte>
 
 // Parses an upstream response (QR=1, opcode QUERY, at most one question) completely. Counts are
 // checked against the packet size before any per-record allocation (a record takes >= 11 bytes).
-boost::system::result<message, parse_error> parse_message(
-    std::span<const std::byte> packet) noexcept;
+boost::system::result<message, parse_error> parse_message(std::span<const std::byte> packet) noexcept;
 
 // Reads only the 12-byte header, so a caller can answer FORMERR/NOTIMP to a query that
 // parse_query rejected.

@@ -29,9 +29,7 @@ void put_name(std::string& out, const name& n) {
 
 std::size_t name_size(const name& n) noexcept { return n.wire.empty() ? 1 : n.wire.size(); }
 
-std::size_t record_size(const record& r) noexcept {
-  return name_size(r.owner) + 10 + r.rdata.size();
-}
+std::size_t record_size(const record& r) noexcept { return name_size(r.owner) + 10 + r.rdata.size(); }
 
 std::size_t opt_size(const edns& e, bool with_ede) noexcept {
   return opt_fixed_size + (with_ede && e.ede ? ede_fixed_size + e.ede->text.size() : 0);
@@ -41,8 +39,8 @@ void put_opt(std::string& out, const edns& e, bool with_ede) {
   out.push_back('\0');  // owner: root
   put_u16(out, type::opt);
   put_u16(out, e.udp_size);
-  put_u32(out, (std::uint32_t{e.extended_rcode} << 24) | (std::uint32_t{e.version} << 16) |
-                   (e.dnssec_ok ? 0x8000U : 0U));
+  put_u32(out,
+          (std::uint32_t{e.extended_rcode} << 24) | (std::uint32_t{e.version} << 16) | (e.dnssec_ok ? 0x8000U : 0U));
   if (!with_ede || !e.ede) {
     put_u16(out, 0);
     return;
@@ -74,8 +72,7 @@ std::string build(const message& m, std::size_t max_size) {
   std::size_t fixed = detail::header_size;
   for (std::size_t i = 0; i < qcount; ++i) fixed += name_size(m.questions[i].qname) + 4;
   // The EDE is advisory: it goes first when it cannot be carried or does not fit.
-  bool with_ede =
-      m.opt && m.opt->ede && m.opt->ede->text.size() <= detail::max_rdata_size - ede_fixed_size;
+  bool with_ede = m.opt && m.opt->ede && m.opt->ede->text.size() <= detail::max_rdata_size - ede_fixed_size;
   if (m.opt && with_ede && fixed + opt_size(*m.opt, true) > limit) with_ede = false;
   if (m.opt) fixed += opt_size(*m.opt, with_ede);
 
@@ -119,12 +116,10 @@ std::string build(const message& m, std::size_t max_size) {
   return out;
 }
 
-std::string build_error(const query& q, rcode rc,
-                        std::optional<std::pair<std::uint16_t, std::string>> ede) {
+std::string build_error(const query& q, rcode rc, std::optional<std::pair<std::uint16_t, std::string>> ede) {
   message m;
   m.hdr.id = q.hdr.id;
-  m.hdr.flags =
-      static_cast<std::uint16_t>(flag::qr | flag::ra | (q.hdr.flags & (flag::rd | flag::cd)));
+  m.hdr.flags = static_cast<std::uint16_t>(flag::qr | flag::ra | (q.hdr.flags & (flag::rd | flag::cd)));
   auto code = static_cast<std::uint8_t>(rc);
   if (code > 0xF && !q.opt) code = static_cast<std::uint8_t>(rcode::servfail);
   m.hdr.flags = static_cast<std::uint16_t>(m.hdr.flags | (code & 0xF));
@@ -135,8 +130,7 @@ std::string build_error(const query& q, rcode rc,
     e.extended_rcode = static_cast<std::uint8_t>(code >> 4);
     e.dnssec_ok = q.opt->dnssec_ok;
     if (ede) {
-      const std::size_t base =
-          detail::header_size + name_size(q.q.qname) + 4 + opt_fixed_size + ede_fixed_size;
+      const std::size_t base = detail::header_size + name_size(q.q.qname) + 4 + opt_fixed_size + ede_fixed_size;
       std::string text = std::move(ede->second);
       const std::size_t room = base < error_reply_limit ? error_reply_limit - base : 0;
       if (text.size() > room) {

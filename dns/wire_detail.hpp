@@ -38,8 +38,7 @@ inline std::uint32_t u32_at(std::span<const std::byte> p, std::size_t i) noexcep
 }
 
 // Appends packet bytes [from, from + n); the caller has checked that they exist.
-inline void append_bytes(std::string& out, std::span<const std::byte> p, std::size_t from,
-                         std::size_t n) {
+inline void append_bytes(std::string& out, std::span<const std::byte> p, std::size_t from, std::size_t n) {
   if (n == 0) return;
   const std::size_t old = out.size();
   out.resize(old + n);
@@ -59,7 +58,7 @@ inline void put_u32(std::string& out, std::uint32_t v) {
 // wire form to `out`. Bytes before the first pointer must lie below `end`; every pointer must
 // target an offset strictly below the start of the label run that contains it. On success `pos`
 // is just past the name's in-stream bytes.
-std::optional<parse_error> read_name(std::span<const std::byte> packet, std::size_t& pos,
-                                     std::size_t end, std::string& out) noexcept;
+std::optional<parse_error> read_name(std::span<const std::byte> packet, std::size_t& pos, std::size_t end,
+                                     std::string& out) noexcept;
 
 }  // namespace airlock::dns::wire::detail

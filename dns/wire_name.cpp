@@ -51,8 +51,7 @@ bool name::equals_ignore_case(const name& other) const noexcept {
   if (wire.size() != other.wire.size()) return false;
   // Length bytes are <= 63, below 'A', so lowering every byte leaves them intact.
   for (std::size_t i = 0; i < wire.size(); ++i) {
-    if (ascii_lower(static_cast<std::uint8_t>(wire[i])) !=
-        ascii_lower(static_cast<std::uint8_t>(other.wire[i]))) {
+    if (ascii_lower(static_cast<std::uint8_t>(wire[i])) != ascii_lower(static_cast<std::uint8_t>(other.wire[i]))) {
       return false;
     }
   }
@@ -109,8 +108,8 @@ boost::system::result<name, parse_error> name_from_text(std::string_view text) n
 
 namespace detail {
 
-std::optional<parse_error> read_name(std::span<const std::byte> packet, std::size_t& pos,
-                                     std::size_t end, std::string& out) noexcept {
+std::optional<parse_error> read_name(std::span<const std::byte> packet, std::size_t& pos, std::size_t end,
+                                     std::string& out) noexcept {
   // Decoded on the stack and appended once: a 64 KiB answer can hold thousands of names.
   std::array<char, max_name_wire> buf;
   std::size_t decoded = 0;

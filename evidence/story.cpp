@@ -274,8 +274,7 @@ class text_renderer {
             out += " -> " + std::to_string(st->as_int64());
         }
         return out;
-      default:
-        return out + printable(e.line.at("event").as_string());
+      default: return out + printable(e.line.at("event").as_string());
     }
   }
 
@@ -296,7 +295,8 @@ class text_renderer {
       return lines;
     }
     if (e.is_decision()) {
-      std::string d = marker(e.verdict) + " " + printable(e.reason) + " (rule " + printable(e.rule.empty() ? "?" : e.rule);
+      std::string d = marker(e.verdict) + " " + printable(e.reason) + " (rule " +
+                      printable(e.rule.empty() ? "?" : e.rule);
       if (e.verdict == "audit-deny") d += "; let through in audit mode";
       lines.push_back(d + ")");
     }
@@ -312,8 +312,7 @@ class text_renderer {
       // decision line's duration is how long deciding took.
       if (e.kind == event_kind::connect && !e.denied() && e.line.contains("schema"))
         lines.push_back("no close line: open when the log ends, or airlock stopped before it closed");
-      else if (auto b = bytes_and_time(e); !b.empty())
-        lines.push_back(b);
+      else if (auto b = bytes_and_time(e); !b.empty()) lines.push_back(b);
     }
     notes_line(lines, "notes:", e.notes);
     if (s.closed) {
@@ -467,14 +466,14 @@ story build_story(record::session_log log) {
         s.counted.bytes_up += e.bytes_up.value_or(0);
         s.counted.bytes_down += e.bytes_down.value_or(0);
         break;
-      default:
-        break;
+      default: break;
     }
     st.ev = std::move(e);
     slots.push_back(std::move(st));
   }
   const auto from = open_ts ? open_ts : first_ts;
-  if (from && last_ts && *last_ts >= *from) s.counted.duration_ms = static_cast<std::uint64_t>((*last_ts - *from) / 1000);
+  if (from && last_ts && *last_ts >= *from)
+    s.counted.duration_ms = static_cast<std::uint64_t>((*last_ts - *from) / 1000);
   for (auto& slot : slots)
     if (slot) s.steps.push_back(std::move(*slot));
   return s;

@@ -23,7 +23,7 @@ struct step {
   // A connection under a DNS query for another name (its SNI or Host is not what was
   // asked; shared CDN addresses, or a name aimed at someone else's address).
   bool name_differs_from_dns = false;
-  std::vector<step> children;  // dns: the connections to its answers; connect: its HTTP requests
+  std::vector<step> children;           // dns: the connections to its answers; connect: its HTTP requests
   std::optional<record::event> closed;  // connect: its close line (bytes, duration, how it ended)
 
   // The line that denied: the decision, or the close line of a connection cut on its way.
@@ -45,8 +45,8 @@ struct story {
   std::string log;  // the file it was read from
   std::string policy;
   std::vector<std::pair<std::string, std::string>> labels;
-  std::vector<step> steps;  // in log order; connections may sit under a DNS step instead
-  totals counted;           // computed from the lines
+  std::vector<step> steps;       // in log order; connections may sit under a DNS step instead
+  totals counted;                // computed from the lines
   std::optional<totals> closed;  // from the session close line(s), when the log has them
   std::size_t unparseable = 0;
   std::uint64_t dropped = 0;

@@ -22,19 +22,46 @@ constexpr std::string_view public_resolvers = "public-resolvers";
 // Suffixes under which anyone can get a name (cloud storage, app hosting, CDNs, wildcard
 // DNS services): a `*.suffix` there would let a sandbox reach strangers' hosts, so names
 // under them are never collapsed. Not exhaustive; three names are still needed elsewhere.
-constexpr std::string_view shared_suffixes[] = {
-    "amazonaws.com",  "cloudfront.net",    "githubusercontent.com", "github.io",       "gitlab.io",
-    "herokuapp.com",  "appspot.com",       "googleapis.com",        "googleusercontent.com", "web.app",
-    "firebaseapp.com", "windows.net",      "azurewebsites.net",     "azureedge.net",   "cloudapp.net",
-    "workers.dev",    "pages.dev",         "cloudflarestorage.com", "trycloudflare.com", "vercel.app",
-    "netlify.app",    "fly.dev",           "onrender.com",          "ngrok.io",        "ngrok-free.app",
-    "glitch.me",      "repl.co",           "surge.sh",              "fastly.net",      "akamaized.net",
-    "digitaloceanspaces.com", "backblazeb2.com", "blogspot.com",    "wordpress.com",   "nip.io",
-    "sslip.io"};
+constexpr std::string_view shared_suffixes[] = {"amazonaws.com",
+                                                "cloudfront.net",
+                                                "githubusercontent.com",
+                                                "github.io",
+                                                "gitlab.io",
+                                                "herokuapp.com",
+                                                "appspot.com",
+                                                "googleapis.com",
+                                                "googleusercontent.com",
+                                                "web.app",
+                                                "firebaseapp.com",
+                                                "windows.net",
+                                                "azurewebsites.net",
+                                                "azureedge.net",
+                                                "cloudapp.net",
+                                                "workers.dev",
+                                                "pages.dev",
+                                                "cloudflarestorage.com",
+                                                "trycloudflare.com",
+                                                "vercel.app",
+                                                "netlify.app",
+                                                "fly.dev",
+                                                "onrender.com",
+                                                "ngrok.io",
+                                                "ngrok-free.app",
+                                                "glitch.me",
+                                                "repl.co",
+                                                "surge.sh",
+                                                "fastly.net",
+                                                "akamaized.net",
+                                                "digitaloceanspaces.com",
+                                                "backblazeb2.com",
+                                                "blogspot.com",
+                                                "wordpress.com",
+                                                "nip.io",
+                                                "sslip.io"};
 
 // Second-level labels that make a two-label suffix public (co.uk, com.au, ...).
-constexpr std::string_view public_second_levels[] = {"co", "com", "net", "org", "gov", "edu", "ac", "or",
-                                                     "ne", "go", "mil", "gob", "gouv", "ltd", "plc", "sch", "nic"};
+constexpr std::string_view public_second_levels[] = {"co", "com", "net", "org",  "gov", "edu", "ac",  "or", "ne",
+                                                     "go", "mil", "gob", "gouv", "ltd", "plc", "sch", "nic"};
 
 bool under(std::string_view name, std::string_view suffix) {
   return name.size() > suffix.size() && name.ends_with(suffix) && name[name.size() - suffix.size() - 1] == '.';
@@ -148,7 +175,8 @@ class suggester {
 
   void nameless(const event& e) {
     const std::string what = e.dst.empty() ? "(no destination)" : e.dst;
-    if (e.reason == "private_address") hard_.emplace(what, "private_address: a special address (loopback, private, metadata, ...)");
+    if (e.reason == "private_address")
+      hard_.emplace(what, "private_address: a special address (loopback, private, metadata, ...)");
     else if (e.verdict == "allow")
       hard_.emplace(what, "no name: allowed by " + e.rule + "; keep a cidr rule for it yourself if it is needed");
     else hard_.emplace(what, "no name: no SNI or Host, and no DNS answer of this session gave this address");
@@ -163,7 +191,8 @@ class suggester {
     }
     const std::string name = parsed->str();
     if (e.reason == "private_address") {
-      hard_.insert_or_assign(name, "private_address: it resolves only to special addresses (loopback, private, metadata, ...)");
+      hard_.insert_or_assign(
+          name, "private_address: it resolves only to special addresses (loopback, private, metadata, ...)");
       return;
     }
     if (name == "use-application-dns.net" || e.has_note("doh_canary")) {
@@ -175,7 +204,8 @@ class suggester {
       return;
     }
     if (e.verdict != "allow" && e.reason == "host_denied") {
-      hard_.emplace(name, "host_denied: a deny rule (" + e.rule + ") denies it; remove that rule first if it is really needed");
+      hard_.emplace(name, "host_denied: a deny rule (" + e.rule +
+                              ") denies it; remove that rule first if it is really needed");
       return;
     }
     if (e.verdict != "allow" && e.reason == "protocol_not_allowed") {
@@ -329,7 +359,8 @@ std::string render_yaml(const suggestion& s, std::string_view log_path) {
       if (!r.members.empty()) {
         std::string members;
         for (const auto& m : r.members) members += (members.empty() ? "" : ", ") + m;
-        out += "      # collapsed " + std::to_string(r.members.size()) + " names into " + r.host + ": " + members + "\n";
+        out += "      # collapsed " + std::to_string(r.members.size()) + " names into " + r.host + ": " + members +
+               "\n";
       }
       out += "      # " + seen(r.first) + "\n";
       out += "      - host: " + (r.host.starts_with('*') ? "\"" + r.host + "\"" : r.host) + "\n";

@@ -14,10 +14,8 @@ std::vector<std::string> bwrap_argv(const sandbox_spec& spec) {
   if (spec.status_fd >= 0) add({"--json-status-fd", std::to_string(spec.status_fd)});
 
   for (const auto& e : spec.system) {
-    if (e.symlink_target)
-      add({"--symlink", e.symlink_target->string(), e.path.string()});
-    else
-      add({"--ro-bind", e.path.string(), e.path.string()});
+    if (e.symlink_target) add({"--symlink", e.symlink_target->string(), e.path.string()});
+    else add({"--ro-bind", e.path.string(), e.path.string()});
   }
   add({"--dev", "/dev", "--proc", "/proc"});
   add({"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run"});

@@ -5,8 +5,8 @@
 #include "policy/units.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,15 +85,11 @@ boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& 
     const bool none = l.v2_mount.empty() && !l.memory && !l.pids && !l.cpu;
     std::string why;
     if (none)
-      why =
-          "no cgroup hierarchy is mounted here (under 'ip netns exec', which remounts /sys, "
-          "use 'nsenter --net=/run/netns/NAME airlock run ...' instead)";
-    else if (l.v2_mount.empty())
-      why = "no cgroup v2 hierarchy is mounted";
-    else if (plan.v2.empty())
-      why = "cgroup v2 at " + l.v2_mount.string() + " is not writable";
-    else
-      why = "cgroup v2 at " + l.v2_mount.string() + " has no " + std::string(controller) + " controller";
+      why = "no cgroup hierarchy is mounted here (under 'ip netns exec', which remounts /sys, "
+            "use 'nsenter --net=/run/netns/NAME airlock run ...' instead)";
+    else if (l.v2_mount.empty()) why = "no cgroup v2 hierarchy is mounted";
+    else if (plan.v2.empty()) why = "cgroup v2 at " + l.v2_mount.string() + " is not writable";
+    else why = "cgroup v2 at " + l.v2_mount.string() + " has no " + std::string(controller) + " controller";
     if (!v1 && !none) why += ", and no cgroup v1 hierarchy has it either";
     return fail<void>("cannot install the " + std::string(controller) + " limit: " + why +
                       "; run as root on a host with cgroup v2 (or v1 " + std::string(controller) +

@@ -42,16 +42,11 @@ struct child_failure {
 // The steps before exec, as the child reports them.
 std::string step_name(int step) {
   switch (step) {
-    case 1:
-      return "join the cgroup";
-    case 2:
-      return "enter the network namespace";
-    case 3:
-      return "close inherited files";
-    case 4:
-      return "keep bwrap's files open";
-    default:
-      return "exec bwrap";
+    case 1: return "join the cgroup";
+    case 2: return "enter the network namespace";
+    case 3: return "close inherited files";
+    case 4: return "keep bwrap's files open";
+    default: return "exec bwrap";
   }
 }
 
@@ -115,7 +110,8 @@ boost::system::result<base::unique_fd, std::string> take_signals() {
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &original_sigpipe);
   const auto set = handled_signals();
-  if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return fail<base::unique_fd>("block signals: " + base::errno_text());
+  if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0)
+    return fail<base::unique_fd>("block signals: " + base::errno_text());
   base::unique_fd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!fd) return fail<base::unique_fd>("signalfd: " + base::errno_text());
   return fd;
@@ -270,10 +266,8 @@ child_outcome supervise(pid_t child, const supervise_options& o) {
     if (status_open && (fds[status_at].revents & (POLLIN | POLLHUP)) != 0) {
       char buf[512];
       const auto r = ::read(o.status_fd, buf, sizeof buf);
-      if (r > 0)
-        status_text.append(buf, static_cast<std::size_t>(r));
-      else if (r == 0 || errno != EAGAIN)
-        status_open = false;
+      if (r > 0) status_text.append(buf, static_cast<std::size_t>(r));
+      else if (r == 0 || errno != EAGAIN) status_open = false;
       if (!init_fd)
         if (auto p = json_number(status_text, "child-pid")) {
           init = static_cast<pid_t>(*p);
@@ -290,10 +284,8 @@ child_outcome supervise(pid_t child, const supervise_options& o) {
       const int sig = static_cast<int>(si.ssi_signo);
       if (sig == SIGCHLD) continue;
       if (!out.signal_received) out.signal_received = sig;
-      if (++forwarded >= 2)
-        kill_everything();  // asked twice: stop waiting for CMD to be polite
-      else
-        forward(sig);
+      if (++forwarded >= 2) kill_everything();  // asked twice: stop waiting for CMD to be polite
+      else forward(sig);
     }
     if (!child_done) {
       int status = 0;

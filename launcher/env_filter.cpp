@@ -35,10 +35,8 @@ boost::system::result<std::vector<std::string>, std::string> filter_environment(
     if (!valid_name(name))
       return out_t(boost::system::in_place_error,
                    "--env '" + arg + "': expected VAR or VAR=VALUE, VAR made of letters, digits and _");
-    if (eq == std::string::npos)
-      named[name];  // keeps an earlier VAR=VALUE for the same name
-    else
-      named[name] = arg.substr(eq + 1);
+    if (eq == std::string::npos) named[name];  // keeps an earlier VAR=VALUE for the same name
+    else named[name] = arg.substr(eq + 1);
   }
   std::map<std::string, std::string, std::less<>> forced(request.forced.begin(), request.forced.end());
 

@@ -105,10 +105,8 @@ gc_report collect_garbage(const state_store& store, const session_remover& end_s
     std::vector<std::string> problems;
     for (const auto& c : r.cgroups) {
       auto d = remove_cgroup_dir(c);
-      if (!d)
-        problems.push_back(d.error());
-      else if (*d)
-        gone.push_back("cgroup " + c);
+      if (!d) problems.push_back(d.error());
+      else if (*d) gone.push_back("cgroup " + c);
     }
     if (!r.session.empty() && !r.control.empty() && end_session) {
       if (auto e = end_session(r.control, r.session); e) gone.push_back("session " + r.session);
@@ -117,10 +115,8 @@ gc_report collect_garbage(const state_store& store, const session_remover& end_s
     if (auto g = remove_gateway_side(r, gone); !g) problems.push_back(g.error());
     if (r.kind == "run" && !r.netns.empty()) {
       auto p = remove_netns_pin(r.netns);
-      if (!p)
-        problems.push_back(p.error());
-      else if (*p)
-        gone.push_back("netns " + r.netns);
+      if (!p) problems.push_back(p.error());
+      else if (*p) gone.push_back("netns " + r.netns);
     }
     if (!r.copy_dir.empty()) {
       std::error_code ec;
@@ -131,10 +127,8 @@ gc_report collect_garbage(const state_store& store, const session_remover& end_s
       store.remove_record(r.id);
       std::string line = r.id + ":";
       for (const auto& g : gone) line += " " + g + ",";
-      if (gone.empty())
-        line += " nothing was left but its record";
-      else
-        line.pop_back();
+      if (gone.empty()) line += " nothing was left but its record";
+      else line.pop_back();
       report.removed.push_back(line);
     } else {
       for (const auto& p : problems) report.errors.push_back(r.id + ": " + p);

@@ -204,8 +204,8 @@ request route_request(std::uint16_t type, std::uint16_t flags, const ipv4_route&
   rtmsg m{};
   m.rtm_family = AF_INET;
   m.rtm_dst_len = route.prefix;
-  m.rtm_table =
-      route.table < 256 ? static_cast<unsigned char>(route.table) : static_cast<unsigned char>(RT_TABLE_UNSPEC);
+  m.rtm_table = route.table < 256 ? static_cast<unsigned char>(route.table)
+                                  : static_cast<unsigned char>(RT_TABLE_UNSPEC);
   m.rtm_protocol = RTPROT_BOOT;
   m.rtm_scope = route.gateway.is_unspecified() ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE;
   m.rtm_type = RTN_UNICAST;

@@ -1,8 +1,8 @@
 #include "launcher/netns.hpp"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <linux/nsfs.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -110,7 +110,8 @@ nl_result<base::unique_fd> open_netns(const std::string& path_or_name) {
   base::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return fail<base::unique_fd>("open network namespace " + path + ": " + base::errno_text());
   // setns would refuse anything else too, but say so before any work is done.
-  if (::ioctl(fd.get(), NS_GET_NSTYPE) != CLONE_NEWNET) return fail<base::unique_fd>(path + " is not a network namespace");
+  if (::ioctl(fd.get(), NS_GET_NSTYPE) != CLONE_NEWNET)
+    return fail<base::unique_fd>(path + " is not a network namespace");
   return fd;
 }
 

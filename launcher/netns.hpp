@@ -2,8 +2,8 @@
 // Network namespaces: a fresh one for a sandbox (loopback up, IPv6 off), pinned by a bind
 // mount under /run/netns so `ip netns` and `airlock gc` can see it, and a way to run code
 // inside another namespace (a helper thread enters it; the caller's thread never moves).
-#include "launcher/netlink.hpp"
 #include "base/unique_fd.hpp"
+#include "launcher/netlink.hpp"
 
 #include <boost/system/result.hpp>
 
@@ -16,8 +16,8 @@ namespace airlock::launcher {
 inline constexpr std::string_view netns_dir = "/run/netns";
 
 struct sandbox_netns {
-  base::unique_fd ns;    // keeps the namespace alive and is what the child enters
-  rtnetlink rtnl;  // a netlink socket inside it
+  base::unique_fd ns;  // keeps the namespace alive and is what the child enters
+  rtnetlink rtnl;      // a netlink socket inside it
 };
 
 // A new network namespace with lo up and IPv6 disabled (net.ipv6.conf.{all,default}.

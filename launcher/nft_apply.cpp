@@ -1,7 +1,7 @@
 #include "launcher/nft_apply.hpp"
 
-#include "launcher/netlink_message.hpp"
 #include "base/unique_fd.hpp"
+#include "launcher/netlink_message.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -132,7 +132,8 @@ boost::system::result<bool, std::string> nft_delete_table(const std::string& tab
                                      });
   }
   if (!answer) return fail("nftables: no acknowledgement for deleting table " + table);
-  if (*answer != 0 && *answer != ENOENT) return fail("nftables: delete table " + table + ": " + base::errno_text(*answer));
+  if (*answer != 0 && *answer != ENOENT)
+    return fail("nftables: delete table " + table + ": " + base::errno_text(*answer));
   if (defer_close) hand_over(std::move(fd));
   return *answer == 0;
 }

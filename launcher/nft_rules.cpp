@@ -24,7 +24,8 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
   std::string table = g.table;
   if (table.empty()) {
     table = "airlock_" + g.iface;
-    std::replace_if(table.begin(), table.end(), [](char c) { return c == '-' || c == '.'; }, '_');
+    std::replace_if(
+        table.begin(), table.end(), [](char c) { return c == '-' || c == '.'; }, '_');
   }
   if (!safe_name(table, 64)) return refuse("table name '" + table + "': expected 1-64 of [A-Za-z0-9_.-]");
   if (g.proxy_port == 0 || g.dns_port == 0 || g.proxy_port == g.dns_port)
@@ -53,9 +54,8 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
   if (g.tproxy) {
     out += std::string("# TPROXY needs policy routing for the mark, once per network namespace:\n") +
            "#   ip rule add fwmark " + mark + " lookup " + table_id + "\n" +
-           "#   ip route add local 0.0.0.0/0 dev lo table " + table_id + "\n" +
-           "#   ip -6 rule add fwmark " + mark + " lookup " + table_id + "\n" +
-           "#   ip -6 route add local ::/0 dev lo table " + table_id + "\n";
+           "#   ip route add local 0.0.0.0/0 dev lo table " + table_id + "\n" + "#   ip -6 rule add fwmark " + mark +
+           " lookup " + table_id + "\n" + "#   ip -6 route add local ::/0 dev lo table " + table_id + "\n";
   }
   out += "table inet " + table + " {\n";
   // Reverse path first, before conntrack, NAT or TPROXY see the packet: what arrives on the
@@ -64,8 +64,7 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
   // judged as the neighbour's session. Both families; no address needs to be known here.
   out += "  chain antispoof {\n"
          "    type filter hook prerouting priority raw; policy accept;\n" +
-         in + "fib saddr . iif oif missing counter drop\n" +
-         "  }\n";
+         in + "fib saddr . iif oif missing counter drop\n" + "  }\n";
   if (g.tproxy) {
     out += "  chain divert {\n"
            "    type filter hook prerouting priority mangle; policy accept;\n" +
@@ -78,24 +77,21 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
                                          : in + "ct status dnat tcp dport " + proxy_ports + " accept\n";
   out += "  chain prerouting {\n"
          "    type nat hook prerouting priority dstnat; policy accept;\n" +
-         in + "udp dport 53 redirect to :" + dns + "\n" +
-         in + "tcp dport 53 redirect to :" + dns + "\n";
+         in + "udp dport 53 redirect to :" + dns + "\n" + in + "tcp dport 53 redirect to :" + dns + "\n";
   if (g.https_port != 0) out += in + "tcp dport 443 redirect to :" + https + "\n";
   if (!g.tproxy) out += in + "meta l4proto tcp redirect to :" + proxy + "\n";
   out += "  }\n"
          "  chain input {\n"
          "    type filter hook input priority filter; policy accept;\n" +
-         admit_tcp +
-         in + "ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
+         admit_tcp + in + "ct status dnat meta l4proto { tcp, udp } th dport " + dns + " accept\n" +
          // IPv6 needs neighbour discovery to reach the gateway at all (what ARP is to
          // IPv4, which nft never sees); hop limit 255 means it came from the link itself.
-         in + "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept\n" +
-         in + "counter drop\n" +
+         in + "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept\n" + in +
+         "counter drop\n" +
          "  }\n"
          "  chain forward {\n"
          "    type filter hook forward priority filter; policy accept;\n" +
-         in + "counter drop\n" +
-         "    oifname \"" + g.iface + "\" counter drop\n" +
+         in + "counter drop\n" + "    oifname \"" + g.iface + "\" counter drop\n" +
          "  }\n"
          "}\n";
   return boost::system::result<std::string, std::string>(boost::system::in_place_value, std::move(out));

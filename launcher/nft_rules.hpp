@@ -10,10 +10,10 @@
 namespace airlock::launcher {
 
 struct gateway_rules {
-  std::string iface;         // gateway-side interface of the sandbox's veth
+  std::string iface;  // gateway-side interface of the sandbox's veth
   std::uint16_t proxy_port = 15001;
   std::uint16_t dns_port = 15053;
-  std::string table;         // default: airlock_<iface>
+  std::string table;  // default: airlock_<iface>
   // TCP reaches airlock by TPROXY (its listen.tproxy socket, at proxy_port) instead of
   // REDIRECT: no NAT, the connection keeps its destination. Needs policy routing for
   // tproxy_mark, which the rendered text names in a comment.

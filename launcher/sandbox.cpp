@@ -23,9 +23,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <future>
-#include <system_error>
 #include <span>
 #include <sstream>
+#include <system_error>
 
 namespace airlock::launcher {
 namespace fs = std::filesystem;
@@ -54,11 +54,11 @@ boost::system::result<base::unique_fd, std::string> memory_file(const char* name
   base::unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
   if (!fd)
     return boost::system::result<base::unique_fd, std::string>(boost::system::in_place_error,
-                                                         std::string("memfd: ") + base::errno_text());
+                                                               std::string("memfd: ") + base::errno_text());
   if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
       ::lseek(fd.get(), 0, SEEK_SET) != 0)
     return boost::system::result<base::unique_fd, std::string>(boost::system::in_place_error,
-                                                         std::string("memfd write: ") + base::errno_text());
+                                                               std::string("memfd write: ") + base::errno_text());
   return fd;
 }
 
@@ -223,14 +223,10 @@ int sandbox::run(const daemon_source& daemons) {
   mark("CMD");
 
   int status = 0;
-  if (outcome.timed_out)
-    status = exit_timed_out;
-  else if (outcome.cmd_status)
-    status = *outcome.cmd_status;
-  else if (outcome.signal_received)
-    status = 128 + *outcome.signal_received;
-  else
-    status = exit_setup_failed;  // bwrap gave up before CMD ran; it said why above
+  if (outcome.timed_out) status = exit_timed_out;
+  else if (outcome.cmd_status) status = *outcome.cmd_status;
+  else if (outcome.signal_received) status = 128 + *outcome.signal_received;
+  else status = exit_setup_failed;  // bwrap gave up before CMD ran; it said why above
   summarize(outcome, status, clock::now() - started);
   mark("summary");
   teardown();
@@ -350,9 +346,8 @@ step_result sandbox::reach_daemon(const daemon_source& daemons) {
   record_->control = daemon_.control_socket;
   if (auto s = store_.save(*record_); !s) return s.error();
   if (!ports_.reachable_from_sandbox || ports_.proxy == 0 || ports_.dns == 0)
-    return daemon_.description +
-           " listens on loopback only, where a sandbox's redirected traffic cannot arrive; "
-           "set listen.proxy and listen.dns to 0.0.0.0:PORT in its config";
+    return daemon_.description + " listens on loopback only, where a sandbox's redirected traffic cannot arrive; "
+                                 "set listen.proxy and listen.dns to 0.0.0.0:PORT in its config";
   // The redirect sends the sandbox's packets to the gateway address of this namespace:
   // the daemon must be listening here, not in some other namespace.
   if (!port_taken(gateway_, ports_.proxy, SOCK_STREAM) || !port_taken(gateway_, ports_.dns, SOCK_DGRAM) ||
@@ -489,12 +484,9 @@ void sandbox::summarize(const child_outcome& outcome, int status, clock::duratio
   char after[48];
   std::snprintf(after, sizeof after, "ended after %.1fs: ", static_cast<double>(ms) / 1000.0);
   std::string how = after;
-  if (outcome.timed_out)
-    how += "timed out (--timeout " + policy::format_duration(*o_.timeout) + "), ";
-  else if (auto hit = cgroup_ ? cgroup_->limit_hit() : std::nullopt)
-    how += "stopped by the " + *hit + ", ";
-  else if (!outcome.cmd_status && !outcome.signal_received)
-    how += "CMD did not start (bwrap said why above), ";
+  if (outcome.timed_out) how += "timed out (--timeout " + policy::format_duration(*o_.timeout) + "), ";
+  else if (auto hit = cgroup_ ? cgroup_->limit_hit() : std::nullopt) how += "stopped by the " + *hit + ", ";
+  else if (!outcome.cmd_status && !outcome.signal_received) how += "CMD did not start (bwrap said why above), ";
   how += "exit " + std::to_string(status);
 
   std::string counts;
@@ -505,8 +497,7 @@ void sandbox::summarize(const child_outcome& outcome, int status, clock::duratio
       counts = "; " + std::to_string(totals->connections_allowed) + " connections allowed, " +
                std::to_string(totals->connections_denied) + " denied, " + std::to_string(totals->dns_queries) +
                " DNS queries";
-    else
-      counts = "; totals unavailable (" + totals.error() + ")";
+    else counts = "; totals unavailable (" + totals.error() + ")";
   }
   say("session " + record_->session + " " + how + counts + "; details: airlock explain " + record_->session);
 }
@@ -560,8 +551,7 @@ void sandbox::teardown() {
     copy_made_ = false;
   }
   if (record_) {
-    if (problems.empty())
-      store_.remove(record_->id);
+    if (problems.empty()) store_.remove(record_->id);
     else
       for (const auto& p : problems) say("cleanup: " + p + "; 'airlock gc' will retry");
     record_.reset();

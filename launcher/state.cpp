@@ -210,10 +210,8 @@ std::vector<sandbox_record> state_store::list(std::vector<std::string>* errors) 
     std::stringstream s;
     s << in.rdbuf();
     auto r = parse_record(s.str());
-    if (r)
-      out.push_back(std::move(*r));
-    else if (errors != nullptr)
-      errors->push_back(e.path().string() + ": " + r.error());
+    if (r) out.push_back(std::move(*r));
+    else if (errors != nullptr) errors->push_back(e.path().string() + ": " + r.error());
   }
   return out;
 }

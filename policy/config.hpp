@@ -34,7 +34,7 @@ struct rule_config {
   // Allow rules: the ports whose protocol was written out, sorted by port; every other
   // listed port speaks default_protocol(port).
   std::vector<port_protocol_entry> protocols;
-  bool inspect = false;                 // terminate TLS for this rule (TLS inspection)
+  bool inspect = false;  // terminate TLS for this rule (TLS inspection)
   // cidr allow rules only: the prefix may hold airlock's own or its sandboxes' addresses
   // (policy/own_addresses.hpp), and this rule means to reach them.
   bool own = false;
@@ -99,9 +99,9 @@ struct inspection_config {
 
 // How the DNS server answers what it refuses, and how much a session may ask.
 struct dns_config {
-  bool deny_with_refused = false;           // false: NXDOMAIN (the name "does not exist")
+  bool deny_with_refused = false;            // false: NXDOMAIN (the name "does not exist")
   std::vector<std::uint16_t> refused_types;  // query types always refused (ANY always is)
-  double queries_per_second = 200;          // per session
+  double queries_per_second = 200;           // per session
   double burst = 400;
 };
 
@@ -109,16 +109,16 @@ struct dns_config {
 // denied with reason limit_exceeded (the note names the limit); an open connection that
 // spends the last of a byte budget is cut, and its line says so.
 struct limits_config {
-  std::uint64_t connections = 20000;            // open at once, the whole daemon
-  std::uint64_t pending_handshakes = 2000;      // accepted, first bytes not judged yet
+  std::uint64_t connections = 20000;        // open at once, the whole daemon
+  std::uint64_t pending_handshakes = 2000;  // accepted, first bytes not judged yet
   // Per session, off by default (0): the default policy's one session covers every
   // client of a gateway, and a shared limit there would throttle them all together.
-  std::uint64_t session_connections = 0;        // open at once, per session
+  std::uint64_t session_connections = 0;  // open at once, per session
   // Accepted and not judged yet, per session: without it one sandbox's silent connections
   // can take every pending_handshakes slot and leave the others refused.
   std::uint64_t session_pending_handshakes = 0;
-  double session_connections_per_second = 0;    // new, per session (bursts of twice that)
-  std::uint64_t session_bytes_up = 0;           // over the session's life
+  double session_connections_per_second = 0;  // new, per session (bursts of twice that)
+  std::uint64_t session_bytes_up = 0;         // over the session's life
   std::uint64_t session_bytes_down = 0;
 };
 

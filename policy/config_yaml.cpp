@@ -39,8 +39,8 @@ class loader {
       return r_.errors();
     }
     r_.check_keys(root,
-                  {"version", "listen", "upstream_dns", "dns", "limits", "timeouts", "overload", "log", "policies", "sessions",
-                   "default_policy", "always_deny", "always_allow", "inspection", "threads"},
+                  {"version", "listen", "upstream_dns", "dns", "limits", "timeouts", "overload", "log", "policies",
+                   "sessions", "default_policy", "always_deny", "always_allow", "inspection", "threads"},
                   "the top level");
     if (auto v = root["version"]; !v) {
       r_.error_at({r_.file(), 1, 1}, "missing 'version: 1' (the schema version this file is written for)");
@@ -63,21 +63,24 @@ class loader {
     if (auto n = root["sessions"]) load_sessions(n, cfg);
     if (auto n = root["default_policy"]) {
       if (auto name = r_.string_of(n, "default_policy")) {
-        if (!find(cfg, *name)) r_.error(n, "default_policy '" + *name + "' is not defined under policies:" + known(cfg));
+        if (!find(cfg, *name))
+          r_.error(n, "default_policy '" + *name + "' is not defined under policies:" + known(cfg));
         cfg.default_policy = *name;
       }
     }
     for (const auto& p : cfg.policies)
       for (const auto& rule : p.allow)
         if (rule.inspect && cfg.inspection.ca_dir.empty())
-          r_.error_at(rule.mark, "policies." + p.name + ": 'inspect: true' needs inspection.ca_dir (made by 'airlock ca init DIR')");
+          r_.error_at(rule.mark, "policies." + p.name +
+                                     ": 'inspect: true' needs inspection.ca_dir (made by 'airlock ca init DIR')");
     if (!r_.errors().empty()) return r_.errors();
     return cfg;
   }
 
  private:
   void load_listen(const YAML::Node& n, listen_config& listen) {
-    if (!n.IsMap()) return r_.error(n, "listen: expected a mapping (proxy:, tproxy:, http_proxy:, dns:, admin:, control:)");
+    if (!n.IsMap())
+      return r_.error(n, "listen: expected a mapping (proxy:, tproxy:, http_proxy:, dns:, admin:, control:)");
     r_.check_keys(n, {"proxy", "tproxy", "http_proxy", "dns", "admin", "control"}, "listen");
     if (auto p = n["proxy"]) listen.proxy = r_.endpoints(p, "listen.proxy");
     if (auto p = n["tproxy"]) listen.tproxy = r_.endpoints(p, "listen.tproxy");
@@ -105,7 +108,8 @@ class loader {
   }
 
   void load_dns(const YAML::Node& n, dns_config& out) {
-    if (!n.IsMap()) return r_.error(n, "dns: expected a mapping (deny_with:, refused_types:, queries_per_second:, burst:)");
+    if (!n.IsMap())
+      return r_.error(n, "dns: expected a mapping (deny_with:, refused_types:, queries_per_second:, burst:)");
     r_.check_keys(n, {"deny_with", "refused_types", "queries_per_second", "burst"}, "dns");
     if (auto d = n["deny_with"]) {
       const auto v = yaml_reader::scalar_text(d);
@@ -115,7 +119,9 @@ class loader {
     if (auto t = n["refused_types"]) {
       for (const auto& name : r_.strings(t, "dns.refused_types")) {
         if (auto type = rr_type_number(name)) out.refused_types.push_back(*type);
-        else r_.error(t, "dns.refused_types: unknown type '" + name + "'; use a name such as TXT or NULL, or TYPE<number>");
+        else
+          r_.error(t,
+                   "dns.refused_types: unknown type '" + name + "'; use a name such as TXT or NULL, or TYPE<number>");
       }
     }
     auto positive = [&](const char* key, double& into) {
@@ -210,8 +216,8 @@ class loader {
   // Query type names a policy may list (the common ones), or TYPE<n> for any other.
   static std::optional<std::uint16_t> rr_type_number(const std::string& name) {
     static const std::pair<const char*, std::uint16_t> known[] = {
-        {"A", 1},     {"NS", 2},     {"CNAME", 5}, {"SOA", 6},    {"NULL", 10}, {"PTR", 12},  {"HINFO", 13},
-        {"MX", 15},   {"TXT", 16},   {"AAAA", 28}, {"SRV", 33},   {"NAPTR", 35}, {"DNAME", 39}, {"DS", 43},
+        {"A", 1},      {"NS", 2},      {"CNAME", 5}, {"SOA", 6},    {"NULL", 10},  {"PTR", 12},   {"HINFO", 13},
+        {"MX", 15},    {"TXT", 16},    {"AAAA", 28}, {"SRV", 33},   {"NAPTR", 35}, {"DNAME", 39}, {"DS", 43},
         {"RRSIG", 46}, {"DNSKEY", 48}, {"SVCB", 64}, {"HTTPS", 65}, {"AXFR", 252}, {"IXFR", 251}, {"ANY", 255}};
     std::string upper = name;
     for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -411,7 +417,8 @@ config_result load_config_text(std::string_view text, const std::string& file) {
 config_result load_config_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return std::vector<config_error>{{{path.string(), 0, 0}, "cannot open the file (does it exist and is it readable?)"}};
+    return std::vector<config_error>{
+        {{path.string(), 0, 0}, "cannot open the file (does it exist and is it readable?)"}};
   std::ostringstream text;
   text << in.rdbuf();
   return load_config_text(text.str(), path.string());

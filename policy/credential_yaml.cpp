@@ -36,9 +36,17 @@ std::string lower(std::string_view s) {
 // Headers that belong to one hop or frame the message: airlock (and every proxy on the
 // way) rewrites or drops them, so a secret there would be lost or would break framing.
 bool reserved_header(std::string_view name) {
-  static constexpr std::string_view reserved[] = {
-      "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
-      "trailer",    "transfer-encoding", "upgrade",     "host",                "content-length"};
+  static constexpr std::string_view reserved[] = {"connection",
+                                                  "keep-alive",
+                                                  "proxy-authenticate",
+                                                  "proxy-authorization",
+                                                  "proxy-connection",
+                                                  "te",
+                                                  "trailer",
+                                                  "transfer-encoding",
+                                                  "upgrade",
+                                                  "host",
+                                                  "content-length"};
   const auto l = lower(name);
   return std::find(std::begin(reserved), std::end(reserved), l) != std::end(reserved);
 }
@@ -110,7 +118,8 @@ secret_result read_secret_file(const std::string& path) {
   }
   value.resize(got);
   if (value.size() > max_secret_bytes)
-    return fail(quoted + " is larger than " + std::to_string(max_secret_bytes) + " bytes; a secret is one header value");
+    return fail(quoted + " is larger than " + std::to_string(max_secret_bytes) +
+                " bytes; a secret is one header value");
   if (value.ends_with("\r\n")) value.resize(value.size() - 2);
   else if (value.ends_with('\n')) value.pop_back();
   if (value.empty()) return fail(quoted + " is empty; put the header's value in it");
@@ -118,9 +127,11 @@ secret_result read_secret_file(const std::string& path) {
     const auto c = static_cast<unsigned char>(value[i]);
     const std::string where = " at byte " + std::to_string(i + 1);
     if (c == '\r' || c == '\n')
-      return fail(quoted + " has a line break" + where + "; a header value is one line (only one trailing newline is dropped)");
+      return fail(quoted + " has a line break" + where +
+                  "; a header value is one line (only one trailing newline is dropped)");
     if (c == 0) return fail(quoted + " has a NUL byte" + where + "; a header value is text");
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return fail(quoted + " has a control character" + where + "; a header value is text");
+    if ((c < 0x20 && c != '\t') || c == 0x7f)
+      return fail(quoted + " has a control character" + where + "; a header value is text");
   }
   return secret_result(boost::system::in_place_value, std::move(value));
 }
@@ -155,7 +166,8 @@ std::vector<credential_config> parse_credentials(yaml_reader& r, const YAML::Nod
         ok = false;
       } else if (!inspecting_rule(p, c.host)) {
         r.error(item["host"], at + ".host: no allow rule with 'inspect: true' in policy " + p.name + " covers '" +
-                                  c.host + "'; credentials are only added inside TLS airlock terminates, never on "
+                                  c.host +
+                                  "'; credentials are only added inside TLS airlock terminates, never on "
                                   "plaintext or relayed connections");
         ok = false;
       }
@@ -176,8 +188,8 @@ std::vector<credential_config> parse_credentials(yaml_reader& r, const YAML::Nod
     if (auto header = r.string_of(item["header"], at + ".header")) {
       c.header = *header;
       if (!std::all_of(header->begin(), header->end(), is_tchar)) {
-        r.error(item["header"], at + ".header: '" + *header +
-                                    "' is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)");
+        r.error(item["header"],
+                at + ".header: '" + *header + "' is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)");
         ok = false;
       } else if (reserved_header(*header)) {
         r.error(item["header"], at + ".header: '" + *header +

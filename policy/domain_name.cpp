@@ -22,9 +22,7 @@ char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' +
 
 // Letters, digits and hyphen are the hostname alphabet; underscore is admitted because
 // real DNS names use it (_dmarc, SRV owners) and it cannot change which host matches.
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-}
+bool is_name_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'; }
 
 }  // namespace
 

@@ -44,7 +44,8 @@ boost::system::result<family, std::vector<config_error>> load_family(std::string
   }
   std::string message = "unknown service family '" + std::string(name) + "'";
   const auto names = family_names();
-  if (auto best = detail::did_you_mean(name, names); !best.empty()) message += "; did you mean '" + std::string(best) + "'?";
+  if (auto best = detail::did_you_mean(name, names); !best.empty())
+    message += "; did you mean '" + std::string(best) + "'?";
   std::string known;
   for (auto n : names) known += (known.empty() ? "" : ", ") + std::string(n);
   message += " (shipped: " + known + ")";

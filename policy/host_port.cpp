@@ -39,7 +39,8 @@ std::optional<host_port> parse_host_port(std::string_view text) {
 
 boost::system::result<rule_config, std::string> parse_host_pattern(std::string_view text) {
   using result = boost::system::result<rule_config, std::string>;
-  if (text.empty()) return result(boost::system::in_place_error, "empty host; write a name such as 'example.com' or '*.example.com'");
+  if (text.empty())
+    return result(boost::system::in_place_error, "empty host; write a name such as 'example.com' or '*.example.com'");
   rule_config out;
   std::string_view name = text;
   out.type = rule_config::kind::host;
@@ -53,7 +54,8 @@ boost::system::result<rule_config, std::string> parse_host_pattern(std::string_v
                   "wildcard in the wrong place in " + quoted +
                       "; only a leading '*.' is allowed (it matches subdomains at any depth), e.g. '*.example.com'");
   if (is_ip_literal(name))
-    return result(boost::system::in_place_error, quoted + " is an address; write 'cidr: " + std::string(text) + "' instead");
+    return result(boost::system::in_place_error,
+                  quoted + " is an address; write 'cidr: " + std::string(text) + "' instead");
   auto canonical = domain_name::parse(name);
   if (!canonical.has_value())
     return result(boost::system::in_place_error, quoted + ": " + std::string(to_string(canonical.error())));

@@ -105,7 +105,7 @@ void redirect_grants::table::put(std::string_view session, std::string_view host
 }
 
 redirect_grants::origin* redirect_grants::table::find(std::string_view session, std::string_view host,
-                                                           clock::time_point now) {
+                                                      clock::time_point now) {
   sweep(now);
   const auto it = by_key_.find(key_of(session, host));
   if (it == by_key_.end()) return nullptr;

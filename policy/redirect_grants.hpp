@@ -41,8 +41,8 @@ class redirect_grants {
 
   // What a grant or refusal remembers.
   struct origin {
-    std::string from_host;  // the host whose response redirected
-    std::string rule;       // "FILE:LINE" of the redirects: entry (empty for a refusal)
+    std::string from_host;   // the host whose response redirected
+    std::string rule;        // "FILE:LINE" of the redirects: entry (empty for a refusal)
     std::uint16_t port = 0;  // the port the redirect named (0: any)
     std::uint32_t uses = 1;  // connections it still lets through
   };
@@ -83,7 +83,8 @@ class redirect_grants {
   class table {
    public:
     explicit table(limits l) : limits_(l) {}
-    void put(std::string_view session, std::string_view host, origin o, clock::time_point expires, clock::time_point now);
+    void put(std::string_view session, std::string_view host, origin o, clock::time_point expires,
+             clock::time_point now);
     origin* find(std::string_view session, std::string_view host, clock::time_point now);
     std::optional<origin> remove(std::string_view session, std::string_view host, clock::time_point now);
     void forget(std::string_view session);

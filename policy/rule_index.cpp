@@ -43,7 +43,8 @@ std::optional<std::string> rule_index::build(const std::vector<rule_config>& rul
         if (!regexes_) regexes_ = std::make_unique<regex_set>();
         // The loader compiled each pattern alone with the same options, so this only
         // fails on a bug; fail the whole compile rather than drop a deny rule.
-        if (regexes_->set.Add(r.pattern, nullptr) < 0) return r.mark.to_string() + ": regex '" + r.pattern + "' did not compile";
+        if (regexes_->set.Add(r.pattern, nullptr) < 0)
+          return r.mark.to_string() + ": regex '" + r.pattern + "' did not compile";
         regex_rules_.push_back(index);
         break;
     }

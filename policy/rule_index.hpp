@@ -26,8 +26,8 @@ struct compiled_rule {
   std::string origin;                // "FILE:LINE"
   std::optional<cidr> network;
   bool inspect = false;
-  std::vector<std::string> paths;    // inspected requests: decoded path prefixes; empty = any path
-  std::vector<std::string> methods;  // inspected requests: sorted tokens; empty = any method
+  std::vector<std::string> paths;              // inspected requests: decoded path prefixes; empty = any path
+  std::vector<std::string> methods;            // inspected requests: sorted tokens; empty = any method
   std::vector<port_protocol_entry> protocols;  // written out; other ports speak their default
   bool own = false;  // a cidr rule that may reach airlock's own addresses (policy/own_addresses.hpp)
 

@@ -53,8 +53,9 @@ void parse_request_limits(yaml_reader& r, const YAML::Node& n, const std::string
       continue;
     }
     if (!out.inspect) {
-      r.error(list, at + ": airlock sees a request's method and path only inside TLS it terminates; add 'inspect: true' "
-                         "to this rule");
+      r.error(list, at +
+                        ": airlock sees a request's method and path only inside TLS it terminates; add 'inspect: true' "
+                        "to this rule");
       continue;
     }
     if (list.IsSequence() && list.size() == 0) {

@@ -6,7 +6,7 @@
 namespace airlock::policy::detail {
 
 struct rule_context {
-  bool is_deny = false;      // deny rules cover every port unless they list some
+  bool is_deny = false;       // deny rules cover every port unless they list some
   bool family_entry = false;  // family files carry a `why:` per rule and no `inspect`
 };
 

@@ -17,8 +17,9 @@ std::optional<std::string> compiled_policy::build(const policy_config& cfg) {
   for (const auto& c : cfg.credentials)
     credentials_[c.host].push_back({c.path, {c.header, c.value, c.mark.to_string()}});
   for (auto& [host, entries] : credentials_)
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const credential_entry& a, const credential_entry& b) { return a.path.size() > b.path.size(); });
+    std::stable_sort(entries.begin(), entries.end(), [](const credential_entry& a, const credential_entry& b) {
+      return a.path.size() > b.path.size();
+    });
   redirects_ = cfg.redirects;
   return std::nullopt;
 }
@@ -77,13 +78,15 @@ struct allow_match {
 
 decision compiled_policy::decide(const domain_name& name, std::uint16_t port, wire spoken) const noexcept {
   // 1. Operator floors: always_deny is never softened by audit mode.
-  if (const auto* r = first_deny(floor_->deny, name.str(), port)) return {verdict::deny, reason::host_denied, r->origin};
+  if (const auto* r = first_deny(floor_->deny, name.str(), port))
+    return {verdict::deny, reason::host_denied, r->origin};
   allow_match floor_match{port, spoken};
   floor_->allow.for_each_name_match(name.str(), floor_match);
   if (floor_match.allowed) return floor_match.allow(reason::host_allowed);
 
   // 2. The policy: deny beats allow.
-  if (const auto* r = first_deny(deny_, name.str(), port)) return soften({verdict::deny, reason::host_denied, r->origin});
+  if (const auto* r = first_deny(deny_, name.str(), port))
+    return soften({verdict::deny, reason::host_denied, r->origin});
   allow_match match{port, spoken};
   allow_.for_each_name_match(name.str(), match);
   if (match.allowed) return match.allow(reason::host_allowed);
@@ -111,7 +114,8 @@ struct request_judge {
     if (!r.covers(port)) return first(other_port);
     if (!r.paths.empty()) {
       if (target.shape != target_shape::plain) return first(unjudged);
-      if (std::none_of(r.paths.begin(), r.paths.end(), [&](const std::string& p) { return path_under(target.path, p); }))
+      if (std::none_of(r.paths.begin(), r.paths.end(),
+                       [&](const std::string& p) { return path_under(target.path, p); }))
         return first(wrong_path);
     }
     if (!r.admits_method(method)) return first(wrong_method);
@@ -126,10 +130,12 @@ decision compiled_policy::decide_request(const domain_name& name, std::uint16_t 
   request_judge judge{port, method, classify_target(target)};
   // A target that does not parse is not judged at all, in any mode: airlock never fails open.
   if (judge.target.shape == target_shape::malformed) return {verdict::deny, reason::parse_error, "default"};
-  if (const auto* r = first_deny(floor_->deny, name.str(), port)) return {verdict::deny, reason::host_denied, r->origin};
+  if (const auto* r = first_deny(floor_->deny, name.str(), port))
+    return {verdict::deny, reason::host_denied, r->origin};
   floor_->allow.for_each_name_match(name.str(), judge);
   if (judge.admitted) return {verdict::allow, reason::host_allowed, judge.admitted->origin, judge.admitted->inspect};
-  if (const auto* r = first_deny(deny_, name.str(), port)) return soften({verdict::deny, reason::host_denied, r->origin});
+  if (const auto* r = first_deny(deny_, name.str(), port))
+    return soften({verdict::deny, reason::host_denied, r->origin});
   allow_.for_each_name_match(name.str(), judge);
   if (judge.admitted) return {verdict::allow, reason::host_allowed, judge.admitted->origin, judge.admitted->inspect};
   if (judge.wrong_method) return soften({verdict::deny, reason::method_not_allowed, judge.wrong_method->origin});
@@ -155,7 +161,8 @@ const redirect_rule* compiled_policy::redirect_to(const domain_name& from, const
   auto matches = [&target](const std::string& pattern) {
     if (!pattern.starts_with("*.")) return pattern == target;
     const std::string_view suffix = std::string_view(pattern).substr(2);
-    return target.size() > suffix.size() && target.ends_with(suffix) && target[target.size() - suffix.size() - 1] == '.';
+    return target.size() > suffix.size() && target.ends_with(suffix) &&
+           target[target.size() - suffix.size() - 1] == '.';
   };
   for (const auto& r : redirects_)
     if (r.from == from.str() && std::any_of(r.to.begin(), r.to.end(), matches)) return &r;
@@ -163,7 +170,8 @@ const redirect_rule* compiled_policy::redirect_to(const domain_name& from, const
 }
 
 bool compiled_policy::redirects_from(const domain_name& from) const noexcept {
-  return std::any_of(redirects_.begin(), redirects_.end(), [&](const redirect_rule& r) { return r.from == from.str(); });
+  return std::any_of(redirects_.begin(), redirects_.end(),
+                     [&](const redirect_rule& r) { return r.from == from.str(); });
 }
 
 const std::string* compiled_policy::cidr_allowance(const boost::asio::ip::address& address, std::uint16_t port,
@@ -206,7 +214,7 @@ decision compiled_policy::decide(const boost::asio::ip::address& address, std::u
 }
 
 reason snapshot::no_session_reason(const boost::asio::ip::address& source, const session_table* registered,
-                                  std::string* held) {
+                                   std::string* held) {
   const auto* s = registered ? registered->find(source) : nullptr;
   if (s == nullptr) return reason::no_session;
   if (held) *held = s->id;

@@ -26,7 +26,7 @@ struct decision {
   policy::verdict verdict = verdict::deny;
   policy::reason reason = reason::internal_error;
   std::string_view rule = "default";
-  bool inspect = false;  // the allowing rule asks for TLS inspection
+  bool inspect = false;                         // the allowing rule asks for TLS inspection
   port_protocol protocol = port_protocol::any;  // allowed: what the allowing rule lets be spoken on the port
 
   bool allowed() const noexcept { return verdict != verdict::deny; }
@@ -38,7 +38,7 @@ struct decision {
 struct credential {
   std::string header;  // as written, e.g. "Authorization"
   std::string value;
-  std::string rule;    // "FILE:LINE" of the credentials entry (what a log line may name)
+  std::string rule;  // "FILE:LINE" of the credentials entry (what a log line may name)
 };
 
 // A `redirects:` entry as written (from, to patterns, mark): on an inspected (or plain

@@ -66,8 +66,7 @@ address_class classify_v6(const address_v6& a) {
   // 6to4 2002:V4ADDR::/48.
   if (prefix_is(b, {0x20, 0x02})) return classify_v4(read_v4(b, 2));
   // Teredo 2001:0000:SERVER:flags:port:~CLIENT.
-  if (prefix_is(b, {0x20, 0x01, 0x00, 0x00}))
-    return worse(classify_v4(~read_v4(b, 12)), classify_v4(read_v4(b, 4)));
+  if (prefix_is(b, {0x20, 0x01, 0x00, 0x00})) return worse(classify_v4(~read_v4(b, 12)), classify_v4(read_v4(b, 4)));
   // 2001:2::/48 benchmarking; 2001:10::/28 ORCHID, 2001:20::/28 ORCHIDv2 (not routed).
   if (prefix_is(b, {0x20, 0x01, 0x00, 0x02, 0x00, 0x00})) return address_class::benchmarking;
   if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x00 && (b[3] & 0xf0) == 0x10) return address_class::reserved;

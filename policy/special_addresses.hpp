@@ -13,17 +13,17 @@
 namespace airlock::policy {
 
 enum class address_class : std::uint8_t {
-  global,        // an ordinary routable address
-  unspecified,   // 0.0.0.0, ::
-  this_network,  // 0.0.0.0/8
-  loopback,      // 127/8, ::1
-  private_use,   // RFC 1918
-  shared_cgnat,  // 100.64/10
-  link_local,    // 169.254/16, fe80::/10
-  metadata,      // cloud host endpoints: 169.254.169.254, fd00:ec2::254, Azure's 168.63.129.16
-  unique_local,  // fc00::/7
-  multicast,     // 224/4, ff00::/8
-  reserved,      // 240/4, 255.255.255.255, 192.88.99/24, 100::/64, ORCHID, SRv6 SIDs
+  global,         // an ordinary routable address
+  unspecified,    // 0.0.0.0, ::
+  this_network,   // 0.0.0.0/8
+  loopback,       // 127/8, ::1
+  private_use,    // RFC 1918
+  shared_cgnat,   // 100.64/10
+  link_local,     // 169.254/16, fe80::/10
+  metadata,       // cloud host endpoints: 169.254.169.254, fd00:ec2::254, Azure's 168.63.129.16
+  unique_local,   // fc00::/7
+  multicast,      // 224/4, ff00::/8
+  reserved,       // 240/4, 255.255.255.255, 192.88.99/24, 100::/64, ORCHID, SRv6 SIDs
   ietf_protocol,  // 192.0.0.0/24: DS-Lite, NAT64 discovery, some clouds' host services
   benchmarking,   // 198.18/15 (also `airlock run`'s default sandbox pool), 2001:2::/48
 };

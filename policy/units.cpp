@@ -58,7 +58,8 @@ char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned 
 }  // namespace
 
 parsed<std::uint64_t> parse_size(std::string_view text) {
-  const std::string expected = "'" + std::string(text) + "': expected a size like 512M or 2G (K, M, G, T are powers of 1024)";
+  const std::string expected = "'" + std::string(text) +
+                               "': expected a size like 512M or 2G (K, M, G, T are powers of 1024)";
   std::string_view s = text;
   auto d = take_decimal(s);
   if (!d) return refuse<std::uint64_t>(expected);
@@ -89,8 +90,8 @@ parsed<std::uint64_t> parse_size(std::string_view text) {
 
 parsed<std::chrono::milliseconds> parse_duration(std::string_view text) {
   using std::chrono::milliseconds;
-  const std::string expected =
-      "'" + std::string(text) + "': expected a duration like 90s, 5m, 1h30m or 250ms (a bare number is seconds)";
+  const std::string expected = "'" + std::string(text) +
+                               "': expected a duration like 90s, 5m, 1h30m or 250ms (a bare number is seconds)";
   constexpr std::uint64_t max_ms = 30ULL * 24 * 3600 * 1000;
   std::string_view s = text;
   std::uint64_t total = 0;
@@ -117,7 +118,8 @@ parsed<std::chrono::milliseconds> parse_duration(std::string_view text) {
 }
 
 parsed<double> parse_cpus(std::string_view text) {
-  const std::string expected = "'" + std::string(text) + "': expected a number of CPUs from 0.01 to 1024, like 0.5 or 2";
+  const std::string expected = "'" + std::string(text) +
+                               "': expected a number of CPUs from 0.01 to 1024, like 0.5 or 2";
   std::string_view s = text;
   auto d = take_decimal(s);
   if (!d || !s.empty() || d->whole > 1024) return refuse<double>(expected);
@@ -127,11 +129,12 @@ parsed<double> parse_cpus(std::string_view text) {
 }
 
 parsed<std::uint64_t> parse_count(std::string_view text, std::uint64_t min, std::uint64_t max) {
-  const std::string expected =
-      "'" + std::string(text) + "': expected a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  const std::string expected = "'" + std::string(text) + "': expected a whole number from " + std::to_string(min) +
+                               " to " + std::to_string(max);
   std::string_view s = text;
   auto d = take_decimal(s);
-  if (!d || !s.empty() || d->fraction != 0 || text.find('.') != std::string_view::npos) return refuse<std::uint64_t>(expected);
+  if (!d || !s.empty() || d->fraction != 0 || text.find('.') != std::string_view::npos)
+    return refuse<std::uint64_t>(expected);
   if (d->whole < min || d->whole > max) return refuse<std::uint64_t>(expected);
   return d->whole;
 }
@@ -142,10 +145,8 @@ std::string format_size(std::uint64_t bytes) {
   double v = static_cast<double>(bytes);
   while (v >= 1024 && u + 1 < units.size()) v /= 1024, ++u;
   char buf[32];
-  if (u == 0 || v >= 100 || v == std::floor(v))
-    std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  if (u == 0 || v >= 100 || v == std::floor(v)) std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
+  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
 }
 

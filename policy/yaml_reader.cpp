@@ -26,7 +26,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -78,7 +79,8 @@ void yaml_reader::check_keys(const YAML::Node& map, std::initializer_list<std::s
 
 std::optional<std::string> yaml_reader::string_of(const YAML::Node& n, std::string_view what) {
   if (n.IsNull()) {
-    error(n, std::string(what) + ": expected a string, found nothing (YAML reads null, NULL and ~ as nothing; quote it)");
+    error(n,
+          std::string(what) + ": expected a string, found nothing (YAML reads null, NULL and ~ as nothing; quote it)");
     return std::nullopt;
   }
   if (!n.IsScalar() || n.Scalar().empty()) {
@@ -89,7 +91,7 @@ std::optional<std::string> yaml_reader::string_of(const YAML::Node& n, std::stri
 }
 
 std::vector<std::uint16_t> yaml_reader::ports(const YAML::Node& n, std::string_view where,
-                                             std::vector<port_protocol_entry>* protocols) {
+                                              std::vector<port_protocol_entry>* protocols) {
   std::vector<std::uint16_t> out;
   std::vector<std::uint16_t> plain;  // listed as a bare number: the port's default protocol
   auto number = [&](const YAML::Node& item, std::string_view at) -> std::optional<std::uint16_t> {
@@ -117,8 +119,7 @@ std::vector<std::uint16_t> yaml_reader::ports(const YAML::Node& n, std::string_v
     check_keys(item, {"port", "protocol"}, at);
     const auto port_node = item["port"];
     const auto protocol_node = item["protocol"];
-    if (!port_node || !protocol_node)
-      return error(item, at + ": expected {port: N, protocol: tls|http|any}");
+    if (!port_node || !protocol_node) return error(item, at + ": expected {port: N, protocol: tls|http|any}");
     const auto port = number(port_node, at + ".port");
     const auto protocol = parse_port_protocol(scalar_text(protocol_node));
     if (!protocol)

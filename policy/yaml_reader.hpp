@@ -41,7 +41,9 @@ class yaml_reader {
   // A list of strings (or one string).
   std::vector<std::string> strings(const YAML::Node& n, std::string_view what);
 
-  static std::string scalar_text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string("<not a scalar>"); }
+  static std::string scalar_text(const YAML::Node& n) {
+    return n.IsScalar() ? n.Scalar() : std::string("<not a scalar>");
+  }
 
  private:
   std::string file_;

@@ -109,11 +109,15 @@ template struct grant<last_events, &scheduler_operation::task_result_>;
 }  // namespace asio_access
 
 struct acceptor_internals {
-  static auto& of(boost::asio::ip::tcp::acceptor& a) { return (a.*member(asio_access::acceptor_impl{})).get_implementation(); }
+  static auto& of(boost::asio::ip::tcp::acceptor& a) {
+    return (a.*member(asio_access::acceptor_impl{})).get_implementation();
+  }
 };
 
 struct registration_internals {
-  static asio_access::descriptor_state& of(boost::asio::ip::tcp::socket& s) { return *socket_internals::of(s).reactor_data_; }
+  static asio_access::descriptor_state& of(boost::asio::ip::tcp::socket& s) {
+    return *socket_internals::of(s).reactor_data_;
+  }
   // What the loop asks epoll to report for `s` (a change takes effect at the next re-arm).
   static std::uint32_t& asked(boost::asio::ip::tcp::socket& s) {
     return of(s).*member(asio_access::registered_events{});
@@ -151,7 +155,8 @@ struct registration_internals {
     using namespace asio_access;
     auto& impl = socket_internals::of(s);
     if (impl.socket_ != boost::asio::detail::invalid_socket) return boost::asio::error::already_open;
-    auto& loop = boost::asio::use_service<reactor>(boost::asio::query(s.get_executor(), boost::asio::execution::context));
+    auto& loop = boost::asio::use_service<reactor>(
+        boost::asio::query(s.get_executor(), boost::asio::execution::context));
     descriptor_state* state = (loop.*member(allocate_state{}))();
     {
       boost::asio::detail::conditionally_enabled_mutex::scoped_lock lock(state->*member(state_mutex{}));

@@ -99,8 +99,7 @@ chunked_body::fed chunked_body::feed(std::span<const std::byte> bytes) noexcept 
         if (c != '\n') return fail();
         state_ = state::done;
         continue;
-      default:
-        break;
+      default: break;
     }
     // Caps: the chunk line, and the trailer section.
     if (state_ == state::size || state_ == state::extension || state_ == state::line_lf) {

@@ -31,13 +31,13 @@ class chunked_body {
 
  private:
   enum class state : std::uint8_t {
-    size,        // chunk-size digits
-    extension,   // after the size, up to CR
-    line_lf,     // CR of the chunk line seen
-    data,        // `left_` bytes of chunk data
-    data_cr,     // CRLF after the data
+    size,       // chunk-size digits
+    extension,  // after the size, up to CR
+    line_lf,    // CR of the chunk line seen
+    data,       // `left_` bytes of chunk data
+    data_cr,    // CRLF after the data
     data_lf,
-    trailer,     // at the start of a trailer line (or of the final CRLF)
+    trailer,  // at the start of a trailer line (or of the final CRLF)
     trailer_line,
     trailer_lf,  // CR of a trailer line seen
     end_lf,      // CR of the final empty line seen
@@ -45,11 +45,11 @@ class chunked_body {
     malformed,
   };
   state state_ = state::size;
-  bool last_ = false;          // this chunk line said 0: the trailer section follows
-  std::uint8_t digits_ = 0;    // of the size
-  std::size_t line_ = 0;       // bytes of the current chunk line
-  std::size_t trailers_ = 0;   // bytes of the trailer section
-  std::uint64_t left_ = 0;     // of the chunk's data, or its size as it is read
+  bool last_ = false;         // this chunk line said 0: the trailer section follows
+  std::uint8_t digits_ = 0;   // of the size
+  std::size_t line_ = 0;      // bytes of the current chunk line
+  std::size_t trailers_ = 0;  // bytes of the trailer section
+  std::uint64_t left_ = 0;    // of the chunk's data, or its size as it is read
 };
 
 }  // namespace airlock::proxy

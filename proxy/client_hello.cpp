@@ -227,8 +227,7 @@ result parse(std::span<const std::byte> bytes, std::size_t max_size) noexcept {
     // RFC 8446 5.1 forbids zero-length handshake fragments; they would only pad the walk.
     if (length > max_record_size || length == 0) return failed{error::malformed};
 
-    const auto fragment =
-        record.subspan(record_header_size, std::min(length, record.size() - record_header_size));
+    const auto fragment = record.subspan(record_header_size, std::min(length, record.size() - record_header_size));
     // Bytes after the message inside its last record are ignored, so they are never gathered.
     message.add(fragment.first(std::min(fragment.size(), wanted - message.size())));
     const auto gathered = message.bytes();

@@ -28,7 +28,7 @@ inline constexpr std::uint16_t extension_alpn = 16;
 inline constexpr std::uint16_t extension_ech = 0xfe0d;
 
 struct found {
-  std::string sni;                // raw host_name bytes as sent (validation happens elsewhere); empty when none
+  std::string sni;  // raw host_name bytes as sent (validation happens elsewhere); empty when none
   bool has_sni = false;
   std::vector<std::string> alpn;  // protocol names in order
   bool ech = false;               // encrypted_client_hello extension (0xfe0d) present: sni is the OUTER name

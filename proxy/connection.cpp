@@ -150,8 +150,8 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       if (!served_not_relayed(plain)) {
         // Named, not a temporary in the co_await (GCC 12 destroys those twice).
         std::shared_ptr<const policy::compiled_policy> judging(snap, session->policy);
-        co_return co_await start_judged_relay(client, first.bytes, plain, std::move(judging), upstream, ctx, guard, line,
-                                              plan);
+        co_return co_await start_judged_relay(client, first.bytes, plain, std::move(judging), upstream, ctx, guard,
+                                              line, plan);
       }
       co_await serve_plain_http(client, first, plain, guard, ctx, ticket);
       co_return false;

@@ -2,7 +2,6 @@
 // One transparent connection, top to bottom: original destination, session, sniff,
 // decide, connect to airlock's own resolution, relay, log.
 #include "attribution/finder.hpp"
-#include "record/decision.hpp"
 #include "base/overload.hpp"
 #include "dns/address_memo.hpp"
 #include "dns/answer_cache.hpp"
@@ -10,6 +9,7 @@
 #include "dns/resolver.hpp"
 #include "policy/store.hpp"
 #include "proxy/limits.hpp"
+#include "record/decision.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -37,8 +37,8 @@ namespace airlock::proxy {
 
 // What TLS inspection needs, when some rule asks for it (else absent).
 struct inspection_tls {
-  certs::leaf_minter& minter;         // leaves for the names sandboxes ask for
-  boost::asio::ssl::context& server;  // the sandbox-facing side
+  certs::leaf_minter& minter;           // leaves for the names sandboxes ask for
+  boost::asio::ssl::context& server;    // the sandbox-facing side
   boost::asio::ssl::context& upstream;  // the origin-facing side: verifies against the trust store
 };
 
@@ -68,7 +68,7 @@ struct proxy_context {
   const dns::name_table& names;
   dns::answer_cache& cache;
   proxy_settings settings;
-  connection_ids conn_ids{};  // copies of a context (one per loop) share the counter
+  connection_ids conn_ids{};                // copies of a context (one per loop) share the counter
   limiter limits{policy::limits_config{}};  // copies share the counters
   // Process attribution, for sessions started by airlock: the finder, and the network
   // namespace of a session ("" when it has none). Both optional.
@@ -104,8 +104,8 @@ inline std::chrono::steady_clock::duration idle_limit(const proxy_context& ctx) 
 // From a REDIRECT listener (`listen.proxy`) and from a TPROXY one (`listen.tproxy`): the
 // same steps, only the original destination is read another way. The client socket is
 // expected to inherit TCP_NODELAY from its listener.
-boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client,
-                                               boost::asio::ip::tcp::endpoint peer, proxy_context& ctx);
+boost::asio::awaitable<void> handle_connection(boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::endpoint peer,
+                                               proxy_context& ctx);
 boost::asio::awaitable<void> handle_tproxy_connection(boost::asio::ip::tcp::socket client,
                                                       boost::asio::ip::tcp::endpoint peer, proxy_context& ctx);
 

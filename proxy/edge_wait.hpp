@@ -42,7 +42,9 @@ class edge_wait : private boost::asio::detail::reactor_op {
   using done_fn = void (*)(void* owner, bool ran, const boost::system::error_code& ec);
 
   edge_wait(done_fn on_done, void* owner) noexcept
-      : reactor_op(boost::system::error_code(), &edge_wait::look, &edge_wait::complete), done_(on_done), owner_(owner) {}
+      : reactor_op(boost::system::error_code(), &edge_wait::look, &edge_wait::complete),
+        done_(on_done),
+        owner_(owner) {}
   edge_wait(const edge_wait&) = delete;
   edge_wait& operator=(const edge_wait&) = delete;
 

@@ -15,16 +15,16 @@ namespace airlock::proxy {
 
 struct sniffed {
   enum class kind { tls, http, opaque, unknown };
-  kind type = kind::unknown;         // what the bytes are, as far as they went
-  std::string name;                  // SNI or Host as sent; empty when none
-  std::optional<std::uint16_t> port;  // HTTP: explicit port in Host / absolute-form
-  std::string method;                // HTTP: GET, CONNECT...
-  bool absolute_form = false;        // HTTP: the target was http://host[:port]/...
-  std::size_t head_size = 0;         // HTTP: bytes of the request head (the rest is body)
-  bool ech = false;                  // TLS: encrypted_client_hello present (name is the outer SNI)
-  bool silent = false;               // opaque: the client sent nothing within the quiet limit
+  kind type = kind::unknown;              // what the bytes are, as far as they went
+  std::string name;                       // SNI or Host as sent; empty when none
+  std::optional<std::uint16_t> port;      // HTTP: explicit port in Host / absolute-form
+  std::string method;                     // HTTP: GET, CONNECT...
+  bool absolute_form = false;             // HTTP: the target was http://host[:port]/...
+  std::size_t head_size = 0;              // HTTP: bytes of the request head (the rest is body)
+  bool ech = false;                       // TLS: encrypted_client_hello present (name is the outer SNI)
+  bool silent = false;                    // opaque: the client sent nothing within the quiet limit
   std::optional<policy::reason> failure;  // set when no name could be read: deny with it
-  std::vector<std::byte> bytes;      // everything read; forwarded upstream first
+  std::vector<std::byte> bytes;           // everything read; forwarded upstream first
 };
 
 // What a list of first bytes says: nullopt means "need more bytes". Takes the bytes into

@@ -27,7 +27,7 @@ class first_message_tracker {
   std::size_t handshake_bytes_ = 0;  // handshake payload seen in whole records
   std::array<unsigned char, 4> handshake_header_{};
   // HTTP framing
-  std::size_t searched_ = 0;         // bytes already searched for CRLFCRLF
+  std::size_t searched_ = 0;  // bytes already searched for CRLFCRLF
 };
 
 }  // namespace airlock::proxy

@@ -412,9 +412,8 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
       if (head_request) res.skip(true);
       auto [ec, n] = co_await http::async_read_header(upstream, from_upstream, res, nothrow);
       if (ec) {
-        rec.notes.push_back(is_timeout(ec)                        ? "upstream_timeout"
-                            : ec == http::error::end_of_stream ||
-                                      ec == asio::ssl::error::stream_truncated
+        rec.notes.push_back(is_timeout(ec) ? "upstream_timeout"
+                            : ec == http::error::end_of_stream || ec == asio::ssl::error::stream_truncated
                                 ? "upstream_closed"
                                 : "upstream_malformed");
         account();
@@ -494,7 +493,8 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
         co_return totals;
       }
     }
-    if (switched) co_await relay_switched(client, from_client, upstream, from_upstream, idle, up, down, x.ticket, totals.cut);
+    if (switched)
+      co_await relay_switched(client, from_client, upstream, from_upstream, idle, up, down, x.ticket, totals.cut);
     account();
     totals.clean = true;
     if (status == 101 || !client_keeps_alive || !upstream_keeps_alive) {

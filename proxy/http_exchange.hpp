@@ -5,12 +5,12 @@
 // the connection's name, method and path against the rule), logged on its own `http`
 // line, and forwarded; each response is read for the redirect it may carry. Bodies
 // stream through in both directions; nothing is buffered whole.
-#include "record/decision.hpp"
 #include "policy/domain_name.hpp"
 #include "policy/redirect_grants.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/limits.hpp"
+#include "record/decision.hpp"
 
 #include <boost/asio/awaitable.hpp>
 

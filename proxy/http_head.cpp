@@ -12,13 +12,9 @@ using namespace std::string_view_literals;
 bool is_upper(char c) noexcept { return c >= 'A' && c <= 'Z'; }
 bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 bool is_alnum(char c) noexcept { return is_digit(c) || is_upper(c) || (c >= 'a' && c <= 'z'); }
-bool is_hex(char c) noexcept {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool is_hex(char c) noexcept { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 // RFC 9110 5.6.2 tchar.
-bool is_tchar(char c) noexcept {
-  return is_alnum(c) || "!#$%&'*+-.^_`|~"sv.find(c) != std::string_view::npos;
-}
+bool is_tchar(char c) noexcept { return is_alnum(c) || "!#$%&'*+-.^_`|~"sv.find(c) != std::string_view::npos; }
 // Visible ASCII only: a target with spaces, controls or raw UTF-8 is not one we can re-send safely.
 bool is_target_char(char c) noexcept { return c > 0x20 && c < 0x7f; }
 // RFC 9110 5.5 field-vchar, SP, HTAB and obs-text; CR and LF are handled by the line walk.

@@ -31,15 +31,15 @@ inline constexpr std::size_t max_method_size = 32;
 enum class body { none, length, chunked, ambiguous };
 
 struct request {
-  std::string method;                 // e.g. GET, CONNECT
-  std::string target;                 // request-target as sent
-  std::string host;                   // from Host, or from the absolute-form/authority-form target; without port, without [] for IPv6
+  std::string method;  // e.g. GET, CONNECT
+  std::string target;  // request-target as sent
+  std::string host;    // from Host, or from the absolute-form/authority-form target; without port, without [] for IPv6
   std::optional<std::uint16_t> port;  // explicit port when one was given
   bool absolute_form = false;         // target was http://host[:port]/...
   std::size_t head_size = 0;          // bytes up to and including the blank line
   http_head::body body = http_head::body::none;
-  std::uint64_t content_length = 0;   // body::length: its bytes
-  std::string upgrade;                // the Upgrade header's value, as sent (empty: none)
+  std::uint64_t content_length = 0;  // body::length: its bytes
+  std::string upgrade;               // the Upgrade header's value, as sent (empty: none)
 };
 struct need_more {};  // a prefix of a request head: read more and call again with everything so far
 struct not_http {};   // does not start like an HTTP/1.x request line

@@ -25,7 +25,7 @@ struct judgement {
   policy::verdict verdict = policy::verdict::deny;
   policy::reason reason = policy::reason::internal_error;
   std::string rule = "default";
-  bool inspect = false;                     // the allowing rule asks for its requests to be judged
+  bool inspect = false;                                         // the allowing rule asks for its requests to be judged
   policy::port_protocol protocol = policy::port_protocol::any;  // allowed: what the port carries
   std::optional<policy::domain_name> name;  // airlock connects to its own resolution of it; none: to the destination
   std::string logged_name;                  // the line's name (also on a denial); empty: the caller's stands

@@ -13,8 +13,8 @@ std::optional<location_target> location_host(std::string_view v) noexcept {
     // scheme ":" (RFC 3986 3.1): ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
     std::size_t i = 0;
     if (!v.empty() && std::isalpha(static_cast<unsigned char>(v[0]))) {
-      while (i < v.size() && (std::isalnum(static_cast<unsigned char>(v[i])) || v[i] == '+' || v[i] == '-' ||
-                              v[i] == '.'))
+      while (i < v.size() &&
+             (std::isalnum(static_cast<unsigned char>(v[i])) || v[i] == '+' || v[i] == '-' || v[i] == '.'))
         ++i;
       if (i < v.size() && v[i] == ':') {
         std::string scheme;

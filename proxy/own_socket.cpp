@@ -50,7 +50,8 @@ void close_with_reset(boost::asio::ip::tcp::socket& s) noexcept {
   s.close(ignored);  // through Asio: its waits on `s` end (operation_aborted)
 }
 
-int accept_with_peer(boost::asio::ip::tcp::acceptor& listener, boost::asio::ip::tcp::endpoint& peer, int flags) noexcept {
+int accept_with_peer(boost::asio::ip::tcp::acceptor& listener, boost::asio::ip::tcp::endpoint& peer,
+                     int flags) noexcept {
   sockaddr_storage from{};
   socklen_t size = sizeof from;
   const int fd = ::accept4(listener.native_handle(), reinterpret_cast<sockaddr*>(&from), &size, flags);

@@ -27,7 +27,8 @@ void close_with_reset(boost::asio::ip::tcp::socket& s) noexcept;
 
 // accept4(2) on `listener` with `flags`, and the peer it returned: the descriptor, or -1 with
 // errno set. Waits for nothing (the listener decides whether it blocks).
-int accept_with_peer(boost::asio::ip::tcp::acceptor& listener, boost::asio::ip::tcp::endpoint& peer, int flags) noexcept;
+int accept_with_peer(boost::asio::ip::tcp::acceptor& listener, boost::asio::ip::tcp::endpoint& peer,
+                     int flags) noexcept;
 
 // The next connection on `listener`, accepted non-blocking (accept4 with SOCK_NONBLOCK: no
 // ioctl later) and, when none is waiting, waited for without re-arming the listener

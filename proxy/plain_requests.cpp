@@ -95,9 +95,7 @@ asio::awaitable<void> plain_requests::answer(tcp::socket& client) {
   client.close(ignored);
 }
 
-bool served_not_relayed(const served_target& t) noexcept {
-  return t.log_requests || t.upgrades || t.from_proxy_client;
-}
+bool served_not_relayed(const served_target& t) noexcept { return t.log_requests || t.upgrades || t.from_proxy_client; }
 
 asio::awaitable<bool> start_judged_relay(tcp::socket& client, std::span<const std::byte> first, const served_target& t,
                                          std::shared_ptr<const policy::compiled_policy> policy, tcp::socket& upstream,

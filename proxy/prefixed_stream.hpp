@@ -42,9 +42,8 @@ class prefixed_stream {
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
         [](auto handler, executor_type ex, std::size_t bytes) {
           auto target = boost::asio::get_associated_executor(handler, ex);
-          boost::asio::post(target, [h = std::move(handler), bytes]() mutable {
-            std::move(h)(boost::system::error_code{}, bytes);
-          });
+          boost::asio::post(
+              target, [h = std::move(handler), bytes]() mutable { std::move(h)(boost::system::error_code{}, bytes); });
         },
         token, get_executor(), n);
   }

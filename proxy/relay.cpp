@@ -81,7 +81,8 @@ struct pipe_pair {
     p->read = fds[0];
     p->write = fds[1];
     // Refused past fs.pipe-max-size or an unprivileged user's pipe pages: the default stays.
-    if (const int got = ::fcntl(p->write, F_SETPIPE_SZ, pipe_bytes); got > 0) p->capacity = static_cast<std::size_t>(got);
+    if (const int got = ::fcntl(p->write, F_SETPIPE_SZ, pipe_bytes); got > 0)
+      p->capacity = static_cast<std::size_t>(got);
     return p;
   }
 };
@@ -150,8 +151,8 @@ bool stopped_at_urgent_byte(tcp::socket& s, bool ended) noexcept {
 template <typename Handler>
 class relay_op : private base::deadline_watch::entry {
  public:
-  relay_op(Handler handler, tcp::socket& client, tcp::socket& upstream, clock::duration idle_limit,
-           relay_meter* meter, request_gate* gate)
+  relay_op(Handler handler, tcp::socket& client, tcp::socket& upstream, clock::duration idle_limit, relay_meter* meter,
+           request_gate* gate)
       : handler_(std::move(handler)),
         watch_(base::deadline_watch::of(client.get_executor())),
         idle_limit_(idle_limit),
@@ -180,10 +181,8 @@ class relay_op : private base::deadline_watch::entry {
     watch_.watch(*this, idle_limit_, ways_[0].from.get_executor());
     // A gate that refused a request among the first bytes: only the answers to the ones
     // before it are still to come.
-    if (gate_ != nullptr && gate_->refused() != 0)
-      refused(ways_[0]);
-    else
-      first_wait(0);
+    if (gate_ != nullptr && gate_->refused() != 0) refused(ways_[0]);
+    else first_wait(0);
     first_wait(1);
   }
 
@@ -200,17 +199,17 @@ class relay_op : private base::deadline_watch::entry {
     tcp::socket& to;
     bool up;
     bool done = false;
-    bool drained = false;     // this step's read found `from` empty, and the loop has not polled since
-    bool bulk = false;        // a read filled the copy buffer: the rest goes by splice
-    bool splice_ok = true;    // splice was not refused (EINVAL) for this pair
-    bool full = false;        // this step's read took all it asked for: more may be waiting
-    bool eof_next = false;    // `from` said EOF behind this step's bytes
-    bool refused_next = false;  // the gate refused a request behind this step's bytes
-    int reset_next = 0;       // `from` reset (or failed) behind this step's bytes: the errno
-    int in_a_row = 0;         // steps since this way last waited for the loop
-    std::size_t pending = 0;  // read from `from`, not yet written to `to`
-    std::size_t moved = 0;    // this step's bytes
-    const std::byte* out = nullptr;  // where they are: the buffer, or what the gate admitted
+    bool drained = false;                 // this step's read found `from` empty, and the loop has not polled since
+    bool bulk = false;                    // a read filled the copy buffer: the rest goes by splice
+    bool splice_ok = true;                // splice was not refused (EINVAL) for this pair
+    bool full = false;                    // this step's read took all it asked for: more may be waiting
+    bool eof_next = false;                // `from` said EOF behind this step's bytes
+    bool refused_next = false;            // the gate refused a request behind this step's bytes
+    int reset_next = 0;                   // `from` reset (or failed) behind this step's bytes: the errno
+    int in_a_row = 0;                     // steps since this way last waited for the loop
+    std::size_t pending = 0;              // read from `from`, not yet written to `to`
+    std::size_t moved = 0;                // this step's bytes
+    const std::byte* out = nullptr;       // where they are: the buffer, or what the gate admitted
     std::unique_ptr<pipe_pair> pipe;      // only while bytes are in it
     std::unique_ptr<copy_buffer> buffer;  // the same
 #if AIRLOCK_EDGE_WAIT
@@ -261,14 +260,10 @@ class relay_op : private base::deadline_watch::entry {
   // epoll to report a FIN from then on.
   void first_wait(std::size_t i) {
     switch (input_left_unreported(ways_[i].from)) {
-      case unreported_input::no:
-        ways_[i].drained = true;
-        return wait_readable(i);
+      case unreported_input::no: ways_[i].drained = true; return wait_readable(i);
       case unreported_input::maybe:  // read on the loop, as a wait's handler would be
         return asio::post(ways_[i].from.get_executor(), [h = hold(this), i]() mutable { h.ran()->readable(i, {}); });
-      case unreported_input::unknown:
-        report_peer_close(ways_[i].from);
-        return wait_readable(i);
+      case unreported_input::unknown: report_peer_close(ways_[i].from); return wait_readable(i);
     }
   }
 
@@ -281,14 +276,12 @@ class relay_op : private base::deadline_watch::entry {
       return ways_[i].edge.start(ways_[i].from);
     }
 #endif
-    ways_[i].from.async_wait(tcp::socket::wait_read, [h = hold(this), i](boost::system::error_code ec) mutable {
-      h.ran()->readable(i, ec);
-    });
+    ways_[i].from.async_wait(tcp::socket::wait_read,
+                             [h = hold(this), i](boost::system::error_code ec) mutable { h.ran()->readable(i, ec); });
   }
   void wait_writable(std::size_t i) {
-    ways_[i].to.async_wait(tcp::socket::wait_write, [h = hold(this), i](boost::system::error_code ec) mutable {
-      h.ran()->writable(i, ec);
-    });
+    ways_[i].to.async_wait(tcp::socket::wait_write,
+                           [h = hold(this), i](boost::system::error_code ec) mutable { h.ran()->writable(i, ec); });
   }
 
   template <std::size_t I>

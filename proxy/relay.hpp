@@ -66,7 +66,7 @@ class relay_meter {
 // sent the resets. When both ways ended with a FIN they come back closed too (the last FIN
 // is sent by the close). After the idle limit they are left open, shut both ways.
 boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
-                                           std::chrono::steady_clock::duration idle_limit,
-                                           relay_meter* meter = nullptr, request_gate* gate = nullptr);
+                                           std::chrono::steady_clock::duration idle_limit, relay_meter* meter = nullptr,
+                                           request_gate* gate = nullptr);
 
 }  // namespace airlock::proxy

@@ -11,8 +11,7 @@ std::span<const std::byte> request_gate::admit(std::span<const std::byte> read) 
   if (held_.empty()) {
     // The usual case: a read holds whole heads and bodies, and goes on from where it lies.
     const auto n = walk(read);
-    if (refused_ == 0 && n < read.size())
-      held_.assign(reinterpret_cast<const char*>(read.data()) + n, read.size() - n);
+    if (refused_ == 0 && n < read.size()) held_.assign(reinterpret_cast<const char*>(read.data()) + n, read.size() - n);
     return read.first(n);
   }
   held_.append(reinterpret_cast<const char*>(read.data()), read.size());
@@ -23,9 +22,7 @@ std::span<const std::byte> request_gate::admit(std::span<const std::byte> read) 
   return all.first(n);
 }
 
-void request_gate::passed() noexcept {
-  held_.erase(0, std::exchange(released_held_, 0));
-}
+void request_gate::passed() noexcept { held_.erase(0, std::exchange(released_held_, 0)); }
 
 std::size_t request_gate::walk(std::span<const std::byte> bytes) {
   std::size_t at = 0;
@@ -53,8 +50,7 @@ std::size_t request_gate::walk(std::span<const std::byte> bytes) {
         }
         continue;
       }
-      case part::head:
-        break;
+      case part::head: break;
     }
     const auto parsed = http_head::parse(rest);
     if (std::holds_alternative<http_head::need_more>(parsed)) return at;

@@ -63,8 +63,8 @@ class request_gate {
   part part_ = part::head;
   std::uint64_t left_ = 0;  // part::length: body bytes still to come
   chunked_body chunks_;
-  std::string held_;              // bytes read and not yet passed: a head's start, or all that admit() returned
-  std::size_t released_held_ = 0; // of held_, the front admit() returned
+  std::string held_;               // bytes read and not yet passed: a head's start, or all that admit() returned
+  std::size_t released_held_ = 0;  // of held_, the front admit() returned
   std::uint64_t requests_ = 0;
   unsigned refused_ = 0;
 };

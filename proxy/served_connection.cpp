@@ -1,7 +1,7 @@
 #include "proxy/served_connection.hpp"
 
-#include "certs/tls_contexts.hpp"
 #include "base/deadline.hpp"
+#include "certs/tls_contexts.hpp"
 #include "proxy/http_exchange.hpp"
 #include "proxy/served_streams.hpp"
 
@@ -43,8 +43,8 @@ asio::awaitable<std::optional<tcp::socket>> connect_upstream(tcp::socket& client
 
 }  // namespace
 
-asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const served_target& t, steps::emit_once& line,
-                                      proxy_context& ctx, limiter::ticket& ticket) {
+asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const served_target& t,
+                                      steps::emit_once& line, proxy_context& ctx, limiter::ticket& ticket) {
   auto& rec = line.record;
   if (ctx.inspection == nullptr) {
     // The config loader refuses inspect rules without a CA; reaching here is a bug.

@@ -24,7 +24,7 @@ struct served_target {
   const policy::domain_name& name;
   std::uint16_t port;
   std::vector<boost::asio::ip::address> addresses;  // airlock's own resolution
-  bool destination_agrees;  // the client aimed at one of those addresses
+  bool destination_agrees;                          // the client aimed at one of those addresses
   // Plain HTTP (proxy/http_exchange.hpp, exchange_setup): the port carries `any`; each
   // allowed request gets its own line; requests come from an explicit proxy's client.
   bool upgrades = false;

@@ -192,8 +192,8 @@ asio::awaitable<bool> connect_and_send_first(asio::ip::tcp::socket& client, asio
                                              proxy_context& ctx, const policy::compiled_policy& p,
                                              const policy::domain_name* name,
                                              const std::vector<asio::ip::address>& targets, std::uint16_t port,
-                                             std::span<const std::byte> first, sniffed::kind channel,
-                                             emit_once& line, std::uint64_t& sent_up) {
+                                             std::span<const std::byte> first, sniffed::kind channel, emit_once& line,
+                                             std::uint64_t& sent_up) {
   const auto reached = co_await connect_resolved(upstream, ctx, p, name, targets, port, first);
   if (!reached) {
     co_await refuse_unreached(client, channel, line, reached);
@@ -296,9 +296,7 @@ struct packer {
   void operator()(system_time t) { number(static_cast<std::uint64_t>(t.time_since_epoch().count())); }
   template <typename E>
     requires std::is_enum_v<E>
-  void operator()(E e) {
-    number(static_cast<std::uint64_t>(e));
-  }
+  void operator()(E e) { number(static_cast<std::uint64_t>(e)); }
   template <typename T>
   void operator()(const std::optional<T>& o) {
     number(o.has_value());
@@ -338,9 +336,7 @@ struct unpacker {
   void operator()(system_time& t) { t = system_time(system_time::duration(static_cast<system_time::rep>(number()))); }
   template <typename E>
     requires std::is_enum_v<E>
-  void operator()(E& e) {
-    e = static_cast<E>(number());
-  }
+  void operator()(E& e) { e = static_cast<E>(number()); }
   template <typename T>
   void operator()(std::optional<T>& o) {
     o.reset();
@@ -512,8 +508,8 @@ asio::awaitable<upstream_reached> connect_resolved(tcp::socket& upstream, proxy_
   const auto left = ctx.settings.connect_limit - (std::chrono::steady_clock::now() - started);
   if (!name || targets.empty() || left <= std::chrono::steady_clock::duration::zero()) co_return reached;
   // The other family, from the cache only (nothing is asked upstream on a failure path).
-  auto others = dns::cached_addresses_of(ctx.cache, *name, targets.front().is_v6() ? dns::wire::type::a
-                                                                                     : dns::wire::type::aaaa);
+  auto others = dns::cached_addresses_of(ctx.cache, *name,
+                                         targets.front().is_v6() ? dns::wire::type::a : dns::wire::type::aaaa);
   std::erase_if(others, [&](const asio::ip::address& a) { return !permitted(ctx, p, a, port); });
   if (others.empty()) co_return reached;
   co_return co_await connect_any(upstream, others, port, left, first);

@@ -3,20 +3,20 @@
 // refusal in the channel's language, airlock's own resolution of an allowed name, and
 // the connect to it. Each handler reads top to bottom and calls these.
 #include "attribution/probe.hpp"
-#include "record/decision.hpp"
 #include "dns/lookup.hpp"
 #include "policy/domain_name.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/connection.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/sniff.hpp"
+#include "record/decision.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
-#include <memory>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -105,8 +105,7 @@ struct relay_plan {
 using judge_fn = boost::asio::awaitable<bool> (*)(boost::asio::ip::tcp::socket& client,
                                                   const boost::asio::ip::tcp::endpoint& peer,
                                                   boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,
-                                                  limiter::ticket& ticket, relayed_line& line,
-                                                  relay_plan& plan);
+                                                  limiter::ticket& ticket, relayed_line& line, relay_plan& plan);
 boost::asio::awaitable<void> judge_then_relay(boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::endpoint peer,
                                               proxy_context& ctx, judge_fn judge);
 
@@ -199,8 +198,7 @@ boost::asio::awaitable<upstream_reached> connect_resolved(boost::asio::ip::tcp::
 // upstream was not reached (the client refused in `channel`'s language) or a write failed.
 boost::asio::awaitable<bool> connect_and_send_first(boost::asio::ip::tcp::socket& client,
                                                     boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,
-                                                    const policy::compiled_policy& p,
-                                                    const policy::domain_name* name,
+                                                    const policy::compiled_policy& p, const policy::domain_name* name,
                                                     const std::vector<boost::asio::ip::address>& targets,
                                                     std::uint16_t port, std::span<const std::byte> first,
                                                     sniffed::kind channel, emit_once& line, std::uint64_t& sent_up);

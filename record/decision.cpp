@@ -173,7 +173,8 @@ void append_rfc3339_micros(line& out, std::chrono::system_clock::time_point tp) 
     const unsigned month = mp < 10 ? mp + 3 : mp - 9;
     const auto year = static_cast<unsigned>(static_cast<long long>(yoe) + era * 400 + (month <= 2 ? 1 : 0));
     const auto secs = static_cast<unsigned>(in_day / 1'000'000);
-    char buf[29] = {'"', 0, 0, 0, 0, '-', 0, 0, '-', 0, 0, 'T', 0, 0, ':', 0, 0, ':', 0, 0, '.', 0, 0, 0, 0, 0, 0, 'Z', '"'};
+    char buf[29] = {'"', 0, 0,   0, 0, '-', 0, 0, '-', 0, 0, 'T', 0,   0,  ':',
+                    0,   0, ':', 0, 0, '.', 0, 0, 0,   0, 0, 0,   'Z', '"'};
     put_digits(buf + 1, year, 4);
     put_digits(buf + 6, month, 2);
     put_digits(buf + 9, day, 2);

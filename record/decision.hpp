@@ -50,8 +50,8 @@ struct decision_record {
   std::vector<std::string> answers;
   // http only (one line per request on a connection airlock serves itself)
   std::string method;
-  std::string path;                   // the request target as sent, '?' and all
-  std::optional<unsigned> status;     // what the client was answered
+  std::string path;                // the request target as sent, '?' and all
+  std::optional<unsigned> status;  // what the client was answered
   // http requests, and connections on their close line; a connection's decision line
   // carries in duration_ms how long deciding took
   std::optional<std::uint64_t> bytes_up;

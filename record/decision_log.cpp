@@ -26,12 +26,12 @@ std::string render_log_dropped_line(std::uint64_t count, std::chrono::system_clo
   std::string line = render_json_line(r);
   // A log_dropped line is not a decision; it carries only when and how many.
   std::string head = line.substr(0, line.find(",\"event\""));
-  return head + ",\"event\":\"" + std::string(to_string(event_kind::log_dropped)) + "\",\"count\":" +
-         std::to_string(count) + "}\n";
+  return head + ",\"event\":\"" + std::string(to_string(event_kind::log_dropped)) +
+         "\",\"count\":" + std::to_string(count) + "}\n";
 }
 
 boost::system::result<std::unique_ptr<decision_log>, std::string> decision_log::open(const std::string& path,
-                                                                                    std::size_t capacity) {
+                                                                                     std::size_t capacity) {
   int fd = open_sink(path);
   if (fd < 0) return "cannot open decision log '" + path + "': " + std::strerror(errno);
   return std::unique_ptr<decision_log>(new decision_log(path, fd, capacity));
@@ -119,7 +119,8 @@ void decision_log::wake_writer() noexcept {
 }
 
 void decision_log::sleep_unless_moved(std::uint32_t seen, std::chrono::nanoseconds limit) noexcept {
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std::atomic<std::uint32_t>::is_always_lock_free);
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+                std::atomic<std::uint32_t>::is_always_lock_free);
   timespec ts{};
   ts.tv_sec = static_cast<time_t>(limit.count() / 1000000000);
   ts.tv_nsec = static_cast<long>(limit.count() % 1000000000);

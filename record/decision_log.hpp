@@ -44,8 +44,8 @@ class decision_log final : public decision_sink {
   static constexpr std::chrono::milliseconds linger{20};
 
   // Opens `path` for appending ("-" is stdout) and starts the writer thread.
-  static boost::system::result<std::unique_ptr<decision_log>, std::string> open(const std::string& path,
-                                                                               std::size_t capacity = default_capacity);
+  static boost::system::result<std::unique_ptr<decision_log>, std::string> open(
+      const std::string& path, std::size_t capacity = default_capacity);
   ~decision_log() override;  // writes what is queued, then stops
 
   void emit(const decision_record& r) noexcept override;
@@ -87,7 +87,7 @@ class decision_log final : public decision_sink {
   // The queue, and what the data path reads and adds to without a lock.
   std::atomic<queued*> newest_{nullptr};
   std::atomic<std::size_t> pending_lines_{0};
-  std::atomic<bool> writer_idle_{false};        // waiting without a deadline: the next line wakes it
+  std::atomic<bool> writer_idle_{false};           // waiting without a deadline: the next line wakes it
   std::atomic<std::uint64_t> dropped_pending_{0};  // not yet reported by a log_dropped line
   std::atomic<std::uint64_t> dropped_total_{0};
   std::atomic<std::uint64_t> enqueued_{0};
@@ -110,7 +110,7 @@ class decision_log final : public decision_sink {
   // The rare requests, and a flush's wait for the writer.
   mutable std::mutex mutex_;
   std::condition_variable drained_;
-  bool urgent_ = false;  // a flush waits: no lingering
+  bool urgent_ = false;        // a flush waits: no lingering
   std::uint64_t written_ = 0;  // lines taken off the queue and handled
   bool reopen_requested_ = false;
   bool stopping_ = false;

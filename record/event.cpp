@@ -29,7 +29,8 @@ std::optional<std::int64_t> signed_of(const json::object& o, std::string_view ke
   const auto* v = o.if_contains(key);
   if (!v) return std::nullopt;
   if (const auto* i = v->if_int64()) return *i;
-  if (const auto* u = v->if_uint64(); u && *u <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(*u);
+  if (const auto* u = v->if_uint64(); u && *u <= static_cast<std::uint64_t>(INT64_MAX))
+    return static_cast<std::int64_t>(*u);
   return std::nullopt;
 }
 
@@ -106,9 +107,7 @@ std::string process_info::lineage() const {
   return out;
 }
 
-bool event::has_note(std::string_view note) const {
-  return std::find(notes.begin(), notes.end(), note) != notes.end();
-}
+bool event::has_note(std::string_view note) const { return std::find(notes.begin(), notes.end(), note) != notes.end(); }
 
 std::optional<event> parse_event(std::string_view line) {
   boost::system::error_code ec;

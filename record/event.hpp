@@ -32,7 +32,6 @@ struct process_info {
   std::string lineage() const;
 };
 
-
 struct event {
   boost::json::object line;  // the whole line as parsed, unknown fields included
   std::string ts;
@@ -59,7 +58,9 @@ struct event {
   // `log_dropped`
   std::optional<std::uint64_t> count;
 
-  bool is_decision() const { return kind == event_kind::dns || kind == event_kind::connect || kind == event_kind::http; }
+  bool is_decision() const {
+    return kind == event_kind::dns || kind == event_kind::connect || kind == event_kind::http;
+  }
   // A close line that is a deny: the connection was cut (a budget), not merely ended.
   bool is_cut() const { return kind == event_kind::close && denied(); }
   bool denied() const { return verdict == "deny" || verdict == "audit-deny"; }

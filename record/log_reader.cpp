@@ -61,8 +61,8 @@ session_log session_filter::finish() && { return std::move(out_); }
 
 boost::system::result<session_log, std::string> read_session(const std::string& path, std::string_view session) {
   const auto failure = [&](std::string_view what) {
-    return boost::system::result<session_log, std::string>(boost::system::in_place_error,
-                                                           path + ": " + std::string(what) + ": " + std::strerror(errno));
+    return boost::system::result<session_log, std::string>(
+        boost::system::in_place_error, path + ": " + std::string(what) + ": " + std::strerror(errno));
   };
   using file_ptr = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
   file_ptr owned(nullptr, std::fclose);
@@ -74,7 +74,7 @@ boost::system::result<session_log, std::string> read_session(const std::string& 
   }
   session_filter filter{std::string(session)};
   std::vector<char> block(1 << 20);
-  std::string carry;  // a line split across blocks
+  std::string carry;      // a line split across blocks
   bool skipping = false;  // inside a line longer than max_line
   for (;;) {
     const auto n = std::fread(block.data(), 1, block.size(), in);

@@ -38,7 +38,7 @@ class session_filter {
 
  private:
   session_log out_;
-  std::string needle_;       // "session":"ID" as the writer escapes it
+  std::string needle_;  // "session":"ID" as the writer escapes it
   std::uint64_t pending_dropped_ = 0;
 };
 

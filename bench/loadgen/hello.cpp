@@ -1,9 +1,9 @@
 // hello: real ClientHellos cut into TCP segments, optionally trickled slowly, at a fixed
 // number in flight. What a proxy pays for reassembling a hello across reads, and whether
 // slow senders hold up everyone else, is what wrk cannot show.
-#include "bench/loadgen/loadgen.hpp"
 #include "base/deadline.hpp"
 #include "base/spawn.hpp"
+#include "bench/loadgen/loadgen.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -51,15 +51,16 @@ asio::awaitable<void> one_hello(hello_state& s, const std::vector<std::uint8_t>&
   tcp::socket socket(executor);
   const auto start = clock::now();
   const auto connected = co_await with_deadline(socket.async_connect(s.o.target, nothrow), connect_limit);
-  if (!connected || std::get<0>(*connected)) co_return s.fail(connected ? std::get<0>(*connected).message() : "connect timeout");
+  if (!connected || std::get<0>(*connected))
+    co_return s.fail(connected ? std::get<0>(*connected).message() : "connect timeout");
   // Without Nagle each write leaves as its own segment.
   socket.set_option(tcp::no_delay(true));
   const std::size_t pieces = std::min(s.o.segments, hello.size());
   for (std::size_t i = 0; i < pieces; ++i) {
     const std::size_t from = hello.size() * i / pieces;
     const std::size_t to = hello.size() * (i + 1) / pieces;
-    const auto written =
-        co_await with_deadline(asio::async_write(socket, asio::buffer(hello.data() + from, to - from), nothrow), write_limit);
+    const auto written = co_await with_deadline(
+        asio::async_write(socket, asio::buffer(hello.data() + from, to - from), nothrow), write_limit);
     if (!written || std::get<0>(*written)) co_return s.fail("hello not written");
     if (s.o.gap.count() > 0 && i + 1 < pieces) {
       asio::steady_timer pause(executor, s.o.gap);

@@ -1,9 +1,9 @@
 // idle: open N verified TLS connections, one keep-alive request on each, then hold them.
 // The proxy in between keeps both sides of each connection open; bench/run reads the
 // proxy's memory before and after.
-#include "bench/loadgen/loadgen.hpp"
 #include "base/deadline.hpp"
 #include "base/spawn.hpp"
+#include "bench/loadgen/loadgen.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -77,15 +77,18 @@ asio::awaitable<std::string> read_response(tls_stream& stream) {
 asio::awaitable<void> open_one(idle_state& s) {
   auto stream = std::make_unique<tls_stream>(co_await asio::this_coro::executor, s.tls);
   const auto connected = co_await with_deadline(stream->next_layer().async_connect(s.o.target, nothrow), step_limit);
-  if (!connected || std::get<0>(*connected)) co_return s.fail(connected ? std::get<0>(*connected).message() : "connect timeout");
+  if (!connected || std::get<0>(*connected))
+    co_return s.fail(connected ? std::get<0>(*connected).message() : "connect timeout");
   // SSL_set_tlsext_host_name without its C cast, which -Wold-style-cast rejects.
   SSL_ctrl(stream->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
            const_cast<char*>(s.o.sni.c_str()));
   stream->set_verify_mode(asio::ssl::verify_peer);
   stream->set_verify_callback(asio::ssl::host_name_verification(s.o.sni));
-  const auto shaken = co_await with_deadline(stream->async_handshake(asio::ssl::stream_base::client, nothrow), step_limit);
+  const auto shaken = co_await with_deadline(stream->async_handshake(asio::ssl::stream_base::client, nothrow),
+                                             step_limit);
   if (!shaken || std::get<0>(*shaken)) co_return s.fail(shaken ? std::get<0>(*shaken).message() : "handshake timeout");
-  const std::string request = "GET " + s.o.path + " HTTP/1.1\r\nHost: " + s.o.sni + "\r\nConnection: keep-alive\r\n\r\n";
+  const std::string request = "GET " + s.o.path + " HTTP/1.1\r\nHost: " + s.o.sni +
+                              "\r\nConnection: keep-alive\r\n\r\n";
   const auto written = co_await with_deadline(asio::async_write(*stream, asio::buffer(request), nothrow), step_limit);
   if (!written || std::get<0>(*written)) co_return s.fail("request not written");
   const auto problem = co_await with_deadline(read_response(*stream), step_limit);

@@ -20,8 +20,8 @@ bool same(const ch::result& a, const ch::result& b) {
   if (const auto* fa = std::get_if<ch::failed>(&a)) return fa->why == std::get<ch::failed>(b).why;
   if (const auto* fa = std::get_if<ch::found>(&a)) {
     const auto& fb = std::get<ch::found>(b);
-    return fa->sni == fb.sni && fa->has_sni == fb.has_sni && fa->alpn == fb.alpn &&
-           fa->ech == fb.ech && fa->consumed == fb.consumed;
+    return fa->sni == fb.sni && fa->has_sni == fb.has_sni && fa->alpn == fb.alpn && fa->ech == fb.ech &&
+           fa->consumed == fb.consumed;
   }
   return true;
 }
@@ -52,7 +52,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A smaller cap can only turn the answer into too_large.
   const auto capped = ch::parse(input, size % 600);
   const auto* capped_failure = std::get_if<ch::failed>(&capped);
-  require(same(capped, whole) ||
-          (capped_failure != nullptr && capped_failure->why == ch::error::too_large));
+  require(same(capped, whole) || (capped_failure != nullptr && capped_failure->why == ch::error::too_large));
   return 0;
 }

@@ -22,8 +22,7 @@ void check(bool ok) {
 std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(std::span(s)); }
 
 // `got` must be the first got.size() records of `want`, and all of them unless truncated.
-void check_prefix(const std::vector<wire::record>& got, const std::vector<wire::record>& want,
-                  bool truncated) {
+void check_prefix(const std::vector<wire::record>& got, const std::vector<wire::record>& want, bool truncated) {
   check(got.size() <= want.size());
   check(truncated || got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) check(got[i] == want[i]);
@@ -48,8 +47,7 @@ void round_trip_message(const wire::message& m, std::size_t max_size) {
   check_prefix(back->authority, m.authority, dropped);
   check_prefix(back->additional, m.additional, dropped);
   // TC is set exactly when an answer or authority record went (or was already set).
-  const bool lost_needed =
-      back->answers.size() < m.answers.size() || back->authority.size() < m.authority.size();
+  const bool lost_needed = back->answers.size() < m.answers.size() || back->authority.size() < m.authority.size();
   check(back->hdr.tc() == (m.hdr.tc() || lost_needed));
   check(back->opt.has_value() == m.opt.has_value());
   if (m.opt) {
@@ -67,14 +65,13 @@ void round_trip_message(const wire::message& m, std::size_t max_size) {
 
 void exercise_query(const wire::query& q, const std::uint8_t* data, std::size_t size) {
   check_name_text(q.q.qname);
-  static constexpr wire::rcode codes[] = {wire::rcode::formerr, wire::rcode::servfail,
-                                          wire::rcode::refused, wire::rcode::badvers};
+  static constexpr wire::rcode codes[] = {wire::rcode::formerr, wire::rcode::servfail, wire::rcode::refused,
+                                          wire::rcode::badvers};
   const wire::rcode rc = codes[size % 4];
   std::optional<std::pair<std::uint16_t, std::string>> ede;
   if (size % 3 != 0) {
     // Reuse the input as EDE text: arbitrary, often invalid UTF-8, sometimes long.
-    ede.emplace(static_cast<std::uint16_t>(size),
-                std::string(reinterpret_cast<const char*>(data), size));
+    ede.emplace(static_cast<std::uint16_t>(size), std::string(reinterpret_cast<const char*>(data), size));
   }
   const std::string err = wire::build_error(q, rc, ede);
   check(err.size() <= 512);
@@ -84,8 +81,7 @@ void exercise_query(const wire::query& q, const std::uint8_t* data, std::size_t 
   check(back->hdr.rd() == q.hdr.rd());
   check(back->questions.size() == 1 && back->questions[0] == q.q);
   check(back->opt.has_value() == q.opt.has_value());
-  const unsigned full_rcode =
-      back->hdr.rcode_bits() | (back->opt ? unsigned{back->opt->extended_rcode} << 4 : 0U);
+  const unsigned full_rcode = back->hdr.rcode_bits() | (back->opt ? unsigned{back->opt->extended_rcode} << 4 : 0U);
   const bool badvers_possible = rc != wire::rcode::badvers || q.opt.has_value();
   check(full_rcode == (badvers_possible ? static_cast<unsigned>(rc) : 2U));
   if (q.opt && ede) {

@@ -20,10 +20,9 @@ bool same(const hh::result& a, const hh::result& b) {
   if (const auto* fa = std::get_if<hh::failed>(&a)) return fa->why == std::get<hh::failed>(b).why;
   if (const auto* ra = std::get_if<hh::request>(&a)) {
     const auto& rb = std::get<hh::request>(b);
-    return ra->method == rb.method && ra->target == rb.target && ra->host == rb.host &&
-           ra->port == rb.port && ra->absolute_form == rb.absolute_form &&
-           ra->head_size == rb.head_size && ra->body == rb.body && ra->content_length == rb.content_length &&
-           ra->upgrade == rb.upgrade;
+    return ra->method == rb.method && ra->target == rb.target && ra->host == rb.host && ra->port == rb.port &&
+           ra->absolute_form == rb.absolute_form && ra->head_size == rb.head_size && ra->body == rb.body &&
+           ra->content_length == rb.content_length && ra->upgrade == rb.upgrade;
   }
   return true;
 }
@@ -35,8 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto whole = hh::parse(input);
   const auto* req = std::get_if<hh::request>(&whole);
   if (req != nullptr) {
-    require(req->head_size >= 4 && req->head_size <= size &&
-            req->head_size <= hh::default_max_size);
+    require(req->head_size >= 4 && req->head_size <= size && req->head_size <= hh::default_max_size);
     require(!req->method.empty() && !req->target.empty() && !req->host.empty());
     require(!req->port || *req->port != 0);
     require(!(req->absolute_form && req->method == "CONNECT"));
@@ -56,7 +54,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A smaller cap can only turn the answer into too_large.
   const auto capped = hh::parse(input, size % 300);
   const auto* capped_failure = std::get_if<hh::failed>(&capped);
-  require(same(capped, whole) ||
-          (capped_failure != nullptr && capped_failure->why == hh::error::too_large));
+  require(same(capped, whole) || (capped_failure != nullptr && capped_failure->why == hh::error::too_large));
   return 0;
 }

@@ -116,11 +116,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (flags & 2) grants.grant("s", name_of("evil.test"), from, "fuzz.yaml:2", now);
   const bool at_eof = flags & 4;
 
-  std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data + 5), reinterpret_cast<const std::byte*>(data + size));
+  std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data + 5),
+                               reinterpret_cast<const std::byte*>(data + size));
   auto classified = airlock::proxy::classify_first_bytes(bytes, at_eof);
   // Bytes that never make a whole message end at the peek deadline, as the sniffer does.
-  const sniffed first =
-      classified ? std::move(*classified) : airlock::proxy::failed_as(bytes, airlock::policy::reason::timeout);
+  const sniffed first = classified ? std::move(*classified)
+                                   : airlock::proxy::failed_as(bytes, airlock::policy::reason::timeout);
 
   // The oracle's view, taken before the judge uses up an allowance.
   const bool named = !first.name.empty() && !airlock::policy::is_ip_literal(first.name);

@@ -61,8 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view all{reinterpret_cast<const char*>(data), size};
   require(all.starts_with(whole.passed));
   // Every judged head was let through, but for a refused one, the last thing judged.
-  require(whole.hosts.size() == whole.requests ||
-          (whole.refused == 403 && whole.hosts.size() == whole.requests + 1));
+  require(whole.hosts.size() == whole.requests || (whole.refused == 403 && whole.hosts.size() == whole.requests + 1));
   for (const std::size_t piece : {std::size_t{1}, std::size_t{7}, size / 3 + 1}) {
     const auto split = run(input, piece);
     require(split.passed == whole.passed && split.hosts == whole.hosts && split.refused == whole.refused &&

@@ -241,8 +241,9 @@ TEST_CASE("finder: lookup() completes on the worker thread") {
   tcp_pair pair;
   at::finder f;
   std::promise<std::pair<at::lookup_result, std::thread::id>> done;
-  f.lookup(self_netns, pair.key(),
-           [&](at::lookup_result r) { done.set_value({std::move(r), std::this_thread::get_id()}); });
+  f.lookup(self_netns, pair.key(), [&](at::lookup_result r) {
+    done.set_value({std::move(r), std::this_thread::get_id()});
+  });
   auto fut = done.get_future();
   REQUIRE(fut.wait_for(10s) == std::future_status::ready);
   auto [r, thread] = fut.get();
@@ -331,10 +332,11 @@ TEST_CASE("finder: queued requests complete once each, even when the finder goes
     held_worker held;  // outlives the finder: the releaser uses it while ~finder waits
     at::finder f;
     held.hold(f);
-    for (int i = 0; i < 5; ++i) f.lookup("/nonexistent", {}, [&](at::lookup_result r) {
-      CHECK_FALSE(r.unknown.empty());
-      ++calls;
-    });
+    for (int i = 0; i < 5; ++i)
+      f.lookup("/nonexistent", {}, [&](at::lookup_result r) {
+        CHECK_FALSE(r.unknown.empty());
+        ++calls;
+      });
     releaser = std::thread([&held] {
       std::this_thread::sleep_for(50ms);
       held.release();

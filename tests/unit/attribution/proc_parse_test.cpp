@@ -19,8 +19,7 @@ std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std:
 // A /proc/PID/stat line with the fields attribution reads and plausible values for the rest.
 std::string stat_line(std::string_view pid, std::string_view comm, std::string_view state, std::string_view ppid,
                       std::string_view start = "123456") {
-  std::string line = std::string(pid) + " (" + std::string(comm) + ") " + std::string(state) + " " +
-                     std::string(ppid);
+  std::string line = std::string(pid) + " (" + std::string(comm) + ") " + std::string(state) + " " + std::string(ppid);
   for (int field = 5; field < 22; ++field) line += " " + std::to_string(field);
   line += " " + std::string(start) + " 10000 200 18446744073709551615\n";
   return line;

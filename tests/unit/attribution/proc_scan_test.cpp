@@ -99,7 +99,7 @@ TEST_CASE("scanner: only the sandbox's processes are searched") {
   CHECK_FALSE(s.socket_owner(777, p.ns("ns_sandbox")).has_value());
   CHECK(s.socket_owner(888, p.ns("ns_sandbox")) == 20);
   CHECK_FALSE(s.socket_owner(999, p.ns("ns_sandbox")).has_value());
-  CHECK(s.parent_chain(10, p.ns("ns_sandbox")).empty());  // outside: not even the first entry
+  CHECK(s.parent_chain(10, p.ns("ns_sandbox")).empty());    // outside: not even the first entry
   CHECK(s.parent_chain(4242, p.ns("ns_sandbox")).empty());  // gone
 }
 
@@ -118,7 +118,8 @@ TEST_CASE("scanner: the chain stops at pid 1, at 8 entries, and on a loop") {
   p.add(2, 1, "first", "first\0"s, "ns_sandbox");
   CHECK(proc::scanner(p.root()).parent_chain(2, p.ns("ns_sandbox")).size() == 1);
 
-  for (int pid = 100; pid < 112; ++pid) p.add(pid, pid == 100 ? 2 : pid - 1, "p" + std::to_string(pid), "", "ns_sandbox");
+  for (int pid = 100; pid < 112; ++pid)
+    p.add(pid, pid == 100 ? 2 : pid - 1, "p" + std::to_string(pid), "", "ns_sandbox");
   const auto deep = proc::scanner(p.root()).parent_chain(111, p.ns("ns_sandbox"));
   REQUIRE(deep.size() == at::max_chain);
   CHECK(deep.front().pid == 111);

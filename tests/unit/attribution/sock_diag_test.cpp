@@ -109,8 +109,8 @@ TEST_CASE("build_request: UDP names it as the receive path does (src = remote, d
 }
 
 TEST_CASE("build_request: IPv6, IPv4-mapped keys, dumps and impossible keys") {
-  const auto v6 = decode(sd::build_request(key(at::transport::tcp, "2001:db8::2", 1, "2001:db8::1", 2), 1,
-                                           sd::request_kind::exact));
+  const auto v6 = decode(
+      sd::build_request(key(at::transport::tcp, "2001:db8::2", 1, "2001:db8::1", 2), 1, sd::request_kind::exact));
   CHECK(v6.req.sdiag_family == AF_INET6);
   ip::address_v6::bytes_type src;
   std::memcpy(src.data(), &v6.req.id.idiag_src[0], src.size());
@@ -122,8 +122,8 @@ TEST_CASE("build_request: IPv6, IPv4-mapped keys, dumps and impossible keys") {
   CHECK(mapped.req.sdiag_family == AF_INET);
   CHECK(v4_text(mapped.req.id.idiag_src) == "198.51.100.2");
 
-  const auto dump = decode(sd::build_request(key(at::transport::udp, "198.51.100.2", 1, "198.51.100.1", 53), 3,
-                                             sd::request_kind::dump));
+  const auto dump = decode(
+      sd::build_request(key(at::transport::udp, "198.51.100.2", 1, "198.51.100.1", 53), 3, sd::request_kind::dump));
   CHECK(dump.header.nlmsg_flags == (NLM_F_REQUEST | NLM_F_DUMP));
   CHECK(dump.req.sdiag_protocol == IPPROTO_UDP);
   CHECK(dump.req.id.idiag_sport == 0);

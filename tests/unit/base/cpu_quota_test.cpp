@@ -9,8 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -91,9 +91,7 @@ TEST_CASE("cpu_quota: cgroup v2, the smallest cpu.max from the process's cgroup 
     CHECK(limit_for("/") == doctest::Approx(1.0));
   }
   SUBCASE("no limit on the way") { CHECK_FALSE(limit_for("/elsewhere").has_value()); }
-  SUBCASE("a path outside the namespace's root is not followed") {
-    CHECK_FALSE(limit_for("/../outer").has_value());
-  }
+  SUBCASE("a path outside the namespace's root is not followed") { CHECK_FALSE(limit_for("/../outer").has_value()); }
 }
 
 TEST_CASE("cpu_quota: cgroup v1, the cpu controller's quota over its period, up to its mount") {

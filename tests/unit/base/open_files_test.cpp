@@ -57,7 +57,7 @@ TEST_CASE("spare_descriptor: out of descriptors, lending the spare makes room fo
     if (can_open()) wrong |= 8;  // only the one
     ::close(taken);
     spare.restore();
-    if (can_open()) wrong |= 16;  // the spare holds it again
+    if (can_open()) wrong |= 16;     // the spare holds it again
     if (!spare.lend()) wrong |= 32;  // and can lend it again
     ::_exit(wrong);
   }

@@ -30,7 +30,7 @@ TEST_CASE("levels go up at 95 % and 98 %, and down only a step lower") {
   CHECK(next_level(L::normal, 0.5) == L::normal);
   CHECK(next_level(L::normal, 0.949) == L::normal);
   CHECK(next_level(L::normal, 0.95) == L::shrinking);
-  CHECK(next_level(L::normal, 0.98) == L::refusing);  // a jump skips the middle
+  CHECK(next_level(L::normal, 0.98) == L::refusing);      // a jump skips the middle
   CHECK(next_level(L::shrinking, 0.93) == L::shrinking);  // not back at 94 or 93 %
   CHECK(next_level(L::shrinking, 0.899) == L::normal);
   CHECK(next_level(L::shrinking, 0.979) == L::shrinking);
@@ -39,7 +39,7 @@ TEST_CASE("levels go up at 95 % and 98 %, and down only a step lower") {
   CHECK(next_level(L::refusing, 0.949) == L::shrinking);
   CHECK(next_level(L::refusing, 0.5) == L::normal);
   CHECK(next_level(L::refusing, std::nan("")) == L::refusing);  // no reading, no change
-  CHECK(next_level(L::normal, 7.0) == L::refusing);  // far past the limit
+  CHECK(next_level(L::normal, 7.0) == L::refusing);             // far past the limit
 }
 
 TEST_CASE("the shared state follows its samples") {
@@ -69,6 +69,4 @@ TEST_CASE("a pressure file holds a fraction or a percentage; anything else is no
   std::remove(file_with("").c_str());
 }
 
-TEST_CASE("resident memory is read from /proc") {
-  CHECK(airlock::base::resident_bytes() > 1024 * 1024);
-}
+TEST_CASE("resident memory is read from /proc") { CHECK(airlock::base::resident_bytes() > 1024 * 1024); }

@@ -148,15 +148,11 @@ TEST_CASE("read_map: readers on two loops while the writer replaces, erases and 
   std::function<void()> write_some = [&] {
     for (int i = 0; i < 100; ++i) {
       const auto key = "k" + std::to_string((round * 7 + i) % 300);
-      if ((round + i) % 5 == 0)
-        m.erase(key);
-      else
-        m.put(key, value{key, round});
+      if ((round + i) % 5 == 0) m.erase(key);
+      else m.put(key, value{key, round});
     }
-    if (++round < 400)
-      asio::post(writer.io, write_some);
-    else
-      written.set_value();
+    if (++round < 400) asio::post(writer.io, write_some);
+    else written.set_value();
   };
   asio::post(writer.io, write_some);
   REQUIRE(written.get_future().wait_for(30s) == std::future_status::ready);

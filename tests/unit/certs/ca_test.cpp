@@ -23,8 +23,7 @@ using namespace airlock::certs;
 // A fresh directory per test, so runs never see each other's files; removed afterwards.
 class temp_dir {
  public:
-  temp_dir()
-  {
+  temp_dir() {
     std::string pattern = (fs::temp_directory_path() / "airlock_ca_test.XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) {
       throw std::system_error(errno, std::generic_category(), "mkdtemp");
@@ -33,8 +32,7 @@ class temp_dir {
   }
   temp_dir(const temp_dir&) = delete;
   temp_dir& operator=(const temp_dir&) = delete;
-  ~temp_dir()
-  {
+  ~temp_dir() {
     std::error_code ec;
     fs::remove_all(root_, ec);
   }
@@ -56,22 +54,19 @@ class umask_guard {
   mode_t old_;
 };
 
-mode_t mode_of(const fs::path& path)
-{
+mode_t mode_of(const fs::path& path) {
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   return st.st_mode & 07777;
 }
 
-std::string slurp(const fs::path& path)
-{
+std::string slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   REQUIRE(in);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-x509_ptr read_cert(const fs::path& path)
-{
+x509_ptr read_cert(const fs::path& path) {
   const bio_ptr bio{BIO_new_file(path.c_str(), "r")};
   REQUIRE(bio);
   x509_ptr cert{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)};
@@ -79,8 +74,7 @@ x509_ptr read_cert(const fs::path& path)
   return cert;
 }
 
-evp_pkey_ptr read_key(const fs::path& path)
-{
+evp_pkey_ptr read_key(const fs::path& path) {
   const bio_ptr bio{BIO_new_file(path.c_str(), "r")};
   REQUIRE(bio);
   evp_pkey_ptr key{PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)};
@@ -88,8 +82,7 @@ evp_pkey_ptr read_key(const fs::path& path)
   return key;
 }
 
-std::string name_entry(const X509_NAME* name, int nid)
-{
+std::string name_entry(const X509_NAME* name, int nid) {
   const int index = X509_NAME_get_index_by_NID(name, nid, -1);
   REQUIRE(index >= 0);
   const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, index));
@@ -97,15 +90,13 @@ std::string name_entry(const X509_NAME* name, int nid)
           static_cast<std::size_t>(ASN1_STRING_length(data))};
 }
 
-bool extension_is_critical(const X509* cert, int nid)
-{
+bool extension_is_critical(const X509* cert, int nid) {
   const int index = X509_get_ext_by_NID(cert, nid, -1);
   REQUIRE(index >= 0);
   return X509_EXTENSION_get_critical(X509_get_ext(cert, index)) == 1;
 }
 
-ca_files init_ok(const fs::path& dir)
-{
+ca_files init_ok(const fs::path& dir) {
   auto files = init_ca(dir);
   INFO(files.error());
   REQUIRE(files.has_value());
@@ -114,8 +105,7 @@ ca_files init_ok(const fs::path& dir)
 
 }  // namespace
 
-TEST_CASE("init_ca creates a 0700 directory, ca.crt 0644 and a PKCS#8 ca.key 0600")
-{
+TEST_CASE("init_ca creates a 0700 directory, ca.crt 0644 and a PKCS#8 ca.key 0600") {
   const temp_dir tmp;
   const fs::path dir = tmp.root() / "nested" / "ca";
   const ca_files files = init_ok(dir);
@@ -128,8 +118,7 @@ TEST_CASE("init_ca creates a 0700 directory, ca.crt 0644 and a PKCS#8 ca.key 060
   CHECK(slurp(files.cert).rfind("-----BEGIN CERTIFICATE-----\n", 0) == 0);
 }
 
-TEST_CASE("init_ca sets exact modes whatever the umask")
-{
+TEST_CASE("init_ca sets exact modes whatever the umask") {
   const temp_dir tmp;
   for (const mode_t mask : {mode_t{0}, mode_t{0022}, mode_t{0277}}) {
     CAPTURE(mask);
@@ -145,8 +134,7 @@ TEST_CASE("init_ca sets exact modes whatever the umask")
   }
 }
 
-TEST_CASE("init_ca writes a self-signed ECDSA P-256 v3 certificate signed with SHA-256")
-{
+TEST_CASE("init_ca writes a self-signed ECDSA P-256 v3 certificate signed with SHA-256") {
   const temp_dir tmp;
   const ca_files files = init_ok(tmp.root() / "ca");
   const x509_ptr cert = read_cert(files.cert);
@@ -174,15 +162,13 @@ TEST_CASE("init_ca writes a self-signed ECDSA P-256 v3 certificate signed with S
   CHECK(cn.size() > std::string{"airlock local CA "}.size());
 }
 
-TEST_CASE("init_ca marks the certificate as a CA limited to signing")
-{
+TEST_CASE("init_ca marks the certificate as a CA limited to signing") {
   const temp_dir tmp;
   const x509_ptr cert = read_cert(init_ok(tmp.root() / "ca").cert);
 
   int critical = -1;
   const std::unique_ptr<BASIC_CONSTRAINTS, openssl_deleter<&BASIC_CONSTRAINTS_free>> bc{
-      static_cast<BASIC_CONSTRAINTS*>(
-          X509_get_ext_d2i(cert.get(), NID_basic_constraints, &critical, nullptr))};
+      static_cast<BASIC_CONSTRAINTS*>(X509_get_ext_d2i(cert.get(), NID_basic_constraints, &critical, nullptr))};
   REQUIRE(bc);
   CHECK(critical == 1);
   CHECK(bc->ca != 0);
@@ -200,15 +186,13 @@ TEST_CASE("init_ca marks the certificate as a CA limited to signing")
   CHECK(X509_get_ext_count(cert.get()) == 4);
 }
 
-TEST_CASE("init_ca sets ten years of validity from an hour ago and a positive 128-bit serial")
-{
+TEST_CASE("init_ca sets ten years of validity from an hour ago and a positive 128-bit serial") {
   const temp_dir tmp;
   const x509_ptr cert = read_cert(init_ok(tmp.root() / "ca").cert);
 
   int days = 0;
   int seconds = 0;
-  REQUIRE(ASN1_TIME_diff(&days, &seconds, X509_get0_notBefore(cert.get()),
-                         X509_get0_notAfter(cert.get())) == 1);
+  REQUIRE(ASN1_TIME_diff(&days, &seconds, X509_get0_notBefore(cert.get()), X509_get0_notAfter(cert.get())) == 1);
   CHECK(days >= 3650);
   CHECK(days <= 3653);
   // A null `to` means now: notBefore should lie about one hour in the past.
@@ -225,8 +209,7 @@ TEST_CASE("init_ca sets ten years of validity from an hour ago and a positive 12
   CHECK(BN_num_bits(bn.get()) == 128);
 }
 
-TEST_CASE("two CAs get different serials and names")
-{
+TEST_CASE("two CAs get different serials and names") {
   const temp_dir tmp;
   const x509_ptr a = read_cert(init_ok(tmp.root() / "a").cert);
   const x509_ptr b = read_cert(init_ok(tmp.root() / "b").cert);
@@ -234,8 +217,7 @@ TEST_CASE("two CAs get different serials and names")
   CHECK(X509_NAME_cmp(X509_get_subject_name(a.get()), X509_get_subject_name(b.get())) != 0);
 }
 
-TEST_CASE("the CA verifies as its own trust anchor, like openssl verify -CAfile ca.crt ca.crt")
-{
+TEST_CASE("the CA verifies as its own trust anchor, like openssl verify -CAfile ca.crt ca.crt") {
   const temp_dir tmp;
   const x509_ptr cert = read_cert(init_ok(tmp.root() / "ca").cert);
   const x509_store_ptr store{X509_STORE_new()};
@@ -251,8 +233,7 @@ TEST_CASE("the CA verifies as its own trust anchor, like openssl verify -CAfile 
   CHECK(verified == 1);
 }
 
-TEST_CASE("a second init_ca into the same directory fails and changes nothing")
-{
+TEST_CASE("a second init_ca into the same directory fails and changes nothing") {
   const temp_dir tmp;
   const fs::path dir = tmp.root() / "ca";
   const ca_files files = init_ok(dir);
@@ -268,8 +249,7 @@ TEST_CASE("a second init_ca into the same directory fails and changes nothing")
   CHECK(mode_of(files.key) == 0600);
 }
 
-TEST_CASE("init_ca refuses a directory that holds only ca.crt and creates no key")
-{
+TEST_CASE("init_ca refuses a directory that holds only ca.crt and creates no key") {
   const temp_dir tmp;
   const fs::path dir = tmp.root() / "ca";
   fs::create_directory(dir);
@@ -282,8 +262,7 @@ TEST_CASE("init_ca refuses a directory that holds only ca.crt and creates no key
   CHECK(slurp(dir / "ca.crt") == "someone else's certificate\n");
 }
 
-TEST_CASE("init_ca refuses a path that is a regular file")
-{
+TEST_CASE("init_ca refuses a path that is a regular file") {
   const temp_dir tmp;
   const fs::path file = tmp.root() / "not_a_dir";
   std::ofstream{file} << "x";
@@ -292,8 +271,7 @@ TEST_CASE("init_ca refuses a path that is a regular file")
   CHECK(result.error().find("not a directory") != std::string::npos);
 }
 
-TEST_CASE("load_ca loads what init_ca wrote")
-{
+TEST_CASE("load_ca loads what init_ca wrote") {
   const temp_dir tmp;
   const ca_files files = init_ok(tmp.root() / "ca");
   auto loaded = load_ca(tmp.root() / "ca");
@@ -306,13 +284,13 @@ TEST_CASE("load_ca loads what init_ca wrote")
   CHECK(ERR_peek_error() == 0);
 }
 
-TEST_CASE("load_ca refuses a key that group or others can access")
-{
+TEST_CASE("load_ca refuses a key that group or others can access") {
   const temp_dir tmp;
   const ca_files files = init_ok(tmp.root() / "ca");
-  for (const auto& [mode, text] :
-       {std::pair{fs::perms{0644}, "0644"}, {fs::perms{0640}, "0640"}, {fs::perms{0604}, "0604"},
-        {fs::perms{0620}, "0620"}}) {
+  for (const auto& [mode, text] : {std::pair{fs::perms{0644}, "0644"},
+                                   {fs::perms{0640}, "0640"},
+                                   {fs::perms{0604}, "0604"},
+                                   {fs::perms{0620}, "0620"}}) {
     CAPTURE(text);
     fs::permissions(files.key, mode);
     const auto loaded = load_ca(tmp.root() / "ca");
@@ -325,8 +303,7 @@ TEST_CASE("load_ca refuses a key that group or others can access")
   CHECK(load_ca(tmp.root() / "ca").has_value());
 }
 
-TEST_CASE("load_ca names the file that is missing")
-{
+TEST_CASE("load_ca names the file that is missing") {
   const temp_dir tmp;
   const fs::path dir = tmp.root() / "nowhere";
   const auto no_dir = load_ca(dir);
@@ -342,8 +319,7 @@ TEST_CASE("load_ca names the file that is missing")
   CHECK(no_key.error().find(files.key.string()) != std::string::npos);
 }
 
-TEST_CASE("load_ca refuses a key from another CA")
-{
+TEST_CASE("load_ca refuses a key from another CA") {
   const temp_dir tmp;
   const ca_files mine = init_ok(tmp.root() / "mine");
   const ca_files other = init_ok(tmp.root() / "other");
@@ -356,8 +332,7 @@ TEST_CASE("load_ca refuses a key from another CA")
   CHECK(ERR_peek_error() == 0);
 }
 
-TEST_CASE("load_ca refuses files that are not PEM")
-{
+TEST_CASE("load_ca refuses files that are not PEM") {
   const temp_dir tmp;
   const fs::path dir = tmp.root() / "ca";
   const ca_files files = init_ok(dir);
@@ -376,8 +351,7 @@ TEST_CASE("load_ca refuses files that are not PEM")
   CHECK(ERR_peek_error() == 0);
 }
 
-TEST_CASE("load_ca refuses an encrypted key instead of prompting for a passphrase")
-{
+TEST_CASE("load_ca refuses an encrypted key instead of prompting for a passphrase") {
   const temp_dir tmp;
   const fs::path dir = tmp.root() / "ca";
   const ca_files files = init_ok(dir);
@@ -388,8 +362,7 @@ TEST_CASE("load_ca refuses an encrypted key instead of prompting for a passphras
     REQUIRE(out);
     static constexpr char passphrase[] = "secret";
     REQUIRE(PEM_write_bio_PKCS8PrivateKey(out.get(), key.get(), EVP_aes_256_cbc(), passphrase,
-                                          static_cast<int>(sizeof passphrase - 1), nullptr,
-                                          nullptr) == 1);
+                                          static_cast<int>(sizeof passphrase - 1), nullptr, nullptr) == 1);
   }
   fs::permissions(files.key, fs::perms{0600});
 

@@ -17,26 +17,22 @@ namespace {
 using namespace airlock::certs;
 using airlock::certs::testing::test_ca;
 
-using general_names_ptr =
-    std::unique_ptr<GENERAL_NAMES, openssl_deleter<&GENERAL_NAMES_free>>;
+using general_names_ptr = std::unique_ptr<GENERAL_NAMES, openssl_deleter<&GENERAL_NAMES_free>>;
 
-std::unique_ptr<leaf_minter> make_minter(const test_ca& ca, leaf_minter_options options = {})
-{
+std::unique_ptr<leaf_minter> make_minter(const test_ca& ca, leaf_minter_options options = {}) {
   auto minter = leaf_minter::create(ca.load(), std::move(options));
   REQUIRE_MESSAGE(minter.has_value(), minter.error());
   return std::move(*minter);
 }
 
-std::shared_ptr<const leaf> get(leaf_minter& minter, std::string_view name)
-{
+std::shared_ptr<const leaf> get(leaf_minter& minter, std::string_view name) {
   auto value = minter.get(name);
   REQUIRE_MESSAGE(value.has_value(), value.error());
   REQUIRE(*value);
   return *value;
 }
 
-std::time_t seconds(const ASN1_TIME* when)
-{
+std::time_t seconds(const ASN1_TIME* when) {
   std::tm tm{};
   REQUIRE(ASN1_TIME_to_tm(when, &tm) == 1);
   return ::timegm(&tm);
@@ -44,8 +40,7 @@ std::time_t seconds(const ASN1_TIME* when)
 
 // X509_verify_cert of CERT against a store holding only CA, as a TLS server certificate for
 // HOST (a name or, with ip set, an address). Returns the X509_V_* result.
-int verify(X509* cert, X509* ca, const std::string& host, bool ip = false)
-{
+int verify(X509* cert, X509* ca, const std::string& host, bool ip = false) {
   const x509_store_ptr store{X509_STORE_new()};
   const x509_store_ctx_ptr ctx{X509_STORE_CTX_new()};
   REQUIRE(store);
@@ -67,16 +62,13 @@ int verify(X509* cert, X509* ca, const std::string& host, bool ip = false)
 }
 
 // The subjectAltName entries of CERT.
-general_names_ptr alt_names(const X509* cert)
-{
-  general_names_ptr names{static_cast<GENERAL_NAMES*>(
-      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))};
+general_names_ptr alt_names(const X509* cert) {
+  general_names_ptr names{static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))};
   REQUIRE(names);
   return names;
 }
 
-std::string common_name(const X509* cert)
-{
+std::string common_name(const X509* cert) {
   const X509_NAME* subject = X509_get_subject_name(cert);
   const int index = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
   REQUIRE(index >= 0);
@@ -85,15 +77,13 @@ std::string common_name(const X509* cert)
           static_cast<std::size_t>(ASN1_STRING_length(data))};
 }
 
-bool critical(const X509* cert, int nid)
-{
+bool critical(const X509* cert, int nid) {
   const int index = X509_get_ext_by_NID(cert, nid, -1);
   REQUIRE(index >= 0);
   return X509_EXTENSION_get_critical(X509_get_ext(cert, index)) == 1;
 }
 
-TEST_CASE("a minted leaf verifies against the CA for its own name and no other")
-{
+TEST_CASE("a minted leaf verifies against the CA for its own name and no other") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   const auto value = get(*minter, "Registry.Example.test.");
@@ -111,8 +101,7 @@ TEST_CASE("a minted leaf verifies against the CA for its own name and no other")
   CHECK(verify(value->cert.get(), other_ca.cert.get(), "registry.example.test") != X509_V_OK);
 }
 
-TEST_CASE("a leaf carries exactly the fields and extensions of a TLS server certificate")
-{
+TEST_CASE("a leaf carries exactly the fields and extensions of a TLS server certificate") {
   const test_ca ca;
   const std::time_t now = std::time(nullptr);
   leaf_minter_options options;
@@ -129,8 +118,7 @@ TEST_CASE("a leaf carries exactly the fields and extensions of a TLS server cert
   CHECK(common_name(cert) == "example.test");
   CHECK(X509_check_private_key(cert, value->key.get()) == 1);
 
-  SUBCASE("the SAN is that one name")
-  {
+  SUBCASE("the SAN is that one name") {
     const auto names = alt_names(cert);
     REQUIRE(sk_GENERAL_NAME_num(names.get()) == 1);
     int type = 0;
@@ -140,24 +128,20 @@ TEST_CASE("a leaf carries exactly the fields and extensions of a TLS server cert
     CHECK(std::string{reinterpret_cast<const char*>(ASN1_STRING_get0_data(dns)),
                       static_cast<std::size_t>(ASN1_STRING_length(dns))} == "example.test");
   }
-  SUBCASE("validity: an hour back, a day ahead")
-  {
+  SUBCASE("validity: an hour back, a day ahead") {
     CHECK(seconds(X509_get0_notBefore(cert)) == now - 3600);
     CHECK(seconds(X509_get0_notAfter(cert)) == now + 24 * 3600);
     CHECK(value->not_after == now + 24 * 3600);
   }
-  SUBCASE("positive 128-bit serial, different for each leaf")
-  {
+  SUBCASE("positive 128-bit serial, different for each leaf") {
     const bignum_ptr serial{ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr)};
     REQUIRE(serial);
     CHECK(BN_num_bits(serial.get()) == 128);
     CHECK(BN_is_negative(serial.get()) == 0);
     const auto second = get(*minter, "second.example.test");
-    CHECK(ASN1_INTEGER_cmp(X509_get0_serialNumber(cert),
-                           X509_get0_serialNumber(second->cert.get())) != 0);
+    CHECK(ASN1_INTEGER_cmp(X509_get0_serialNumber(cert), X509_get0_serialNumber(second->cert.get())) != 0);
   }
-  SUBCASE("constraints and usages")
-  {
+  SUBCASE("constraints and usages") {
     const uint32_t flags = X509_get_extension_flags(cert);
     CHECK((flags & EXFLAG_INVALID) == 0);
     CHECK((flags & EXFLAG_BCONS) != 0);
@@ -168,23 +152,20 @@ TEST_CASE("a leaf carries exactly the fields and extensions of a TLS server cert
     CHECK(X509_get_extended_key_usage(cert) == XKU_SSL_SERVER);
     CHECK_FALSE(critical(cert, NID_ext_key_usage));
   }
-  SUBCASE("key identifiers: its own, and the CA's as authority")
-  {
+  SUBCASE("key identifiers: its own, and the CA's as authority") {
     const ASN1_OCTET_STRING* ski = X509_get0_subject_key_id(cert);
     const ASN1_OCTET_STRING* aki = X509_get0_authority_key_id(cert);
     REQUIRE(ski != nullptr);
     REQUIRE(aki != nullptr);
     CHECK(ASN1_OCTET_STRING_cmp(aki, X509_get0_subject_key_id(ca_cert)) == 0);
   }
-  SUBCASE("the chain is the CA certificate")
-  {
+  SUBCASE("the chain is the CA certificate") {
     REQUIRE(sk_X509_num(value->chain.get()) == 1);
     CHECK(X509_cmp(sk_X509_value(value->chain.get(), 0), ca_cert) == 0);
   }
 }
 
-TEST_CASE("all leaves share one key")
-{
+TEST_CASE("all leaves share one key") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   const auto a = get(*minter, "a.test");
@@ -194,8 +175,7 @@ TEST_CASE("all leaves share one key")
   CHECK(EVP_PKEY_get_bits(a->key.get()) == 256);
 }
 
-TEST_CASE("a long name is cut to 64 characters in the CN only")
-{
+TEST_CASE("a long name is cut to 64 characters in the CN only") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   const std::string label(40, 'x');
@@ -206,8 +186,7 @@ TEST_CASE("a long name is cut to 64 characters in the CN only")
   CHECK(verify(value->cert.get(), ca_cert, name) == X509_V_OK);
 }
 
-TEST_CASE("IP literals get an iPAddress SAN")
-{
+TEST_CASE("IP literals get an iPAddress SAN") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   X509* ca_cert = const_cast<X509*>(minter->ca_cert());
@@ -229,8 +208,7 @@ TEST_CASE("IP literals get an iPAddress SAN")
   CHECK(get(*minter, "2001:db8::0:1") == v6);
 }
 
-TEST_CASE("names that cannot go into a certificate are refused with the reason")
-{
+TEST_CASE("names that cannot go into a certificate are refused with the reason") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   const struct {
@@ -247,8 +225,7 @@ TEST_CASE("names that cannot go into a certificate are refused with the reason")
       {"*.test", "character outside"},
       {"caf\xc3\xa9.test", "character outside"},
       {std::string(64, 'a') + ".test", "label longer than 63"},
-      {std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
-           std::string(63, 'd'),
+      {std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." + std::string(63, 'd'),
        "longer than 253"},
       {"1:2:3", "not an IPv6 literal"},
       {"[::1]", "not an IPv6 literal"},
@@ -264,8 +241,7 @@ TEST_CASE("names that cannot go into a certificate are refused with the reason")
   CHECK(minter->size() == 0);
 }
 
-TEST_CASE("a warm name is served from the cache without minting")
-{
+TEST_CASE("a warm name is served from the cache without minting") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   const auto first = get(*minter, "example.test");
@@ -279,8 +255,7 @@ TEST_CASE("a warm name is served from the cache without minting")
   CHECK(minter->size() == 1);
 }
 
-TEST_CASE("the cache holds its bound and evicts the least recently used name")
-{
+TEST_CASE("the cache holds its bound and evicts the least recently used name") {
   const test_ca ca;
   leaf_minter_options options;
   options.cache_capacity = 2;
@@ -307,8 +282,7 @@ TEST_CASE("the cache holds its bound and evicts the least recently used name")
   CHECK(b->name == "b.test");
 }
 
-TEST_CASE("a leaf with less than an hour left is minted again")
-{
+TEST_CASE("a leaf with less than an hour left is minted again") {
   const test_ca ca;
   std::time_t now = std::time(nullptr);
   leaf_minter_options options;
@@ -331,8 +305,7 @@ TEST_CASE("a leaf with less than an hour left is minted again")
   CHECK(get(*minter, "example.test") == second);
 }
 
-TEST_CASE("a leaf never outlives the CA, and an expired CA mints nothing")
-{
+TEST_CASE("a leaf never outlives the CA, and an expired CA mints nothing") {
   const test_ca ca;
   loaded_ca loaded = ca.load();
   std::time_t ca_not_after = 0;
@@ -358,13 +331,11 @@ TEST_CASE("a leaf never outlives the CA, and an expired CA mints nothing")
   now = ca_not_after;
   const auto expired = minter.get("example.test");
   REQUIRE_FALSE(expired.has_value());
-  CHECK(expired.error() ==
-        "minting a certificate for example.test failed: the CA certificate has expired; create a "
-        "new CA with 'airlock ca init'");
+  CHECK(expired.error() == "minting a certificate for example.test failed: the CA certificate has expired; create a "
+                           "new CA with 'airlock ca init'");
 }
 
-TEST_CASE("options that make no sense are refused")
-{
+TEST_CASE("options that make no sense are refused") {
   const test_ca ca;
   leaf_minter_options zero;
   zero.cache_capacity = 0;
@@ -379,8 +350,7 @@ TEST_CASE("options that make no sense are refused")
   CHECK(too_short.error() == "leaf minter: leaf validity must be longer than the renewal margin");
 }
 
-TEST_CASE("concurrent callers share the cache")
-{
+TEST_CASE("concurrent callers share the cache") {
   const test_ca ca;
   leaf_minter_options options;
   options.cache_capacity = 4;

@@ -20,10 +20,8 @@ namespace airlock::certs::testing {
 
 class test_ca {
  public:
-  test_ca()
-  {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "airlock_certs_test.XXXXXX").string();
+  test_ca() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "airlock_certs_test.XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) {
       throw std::system_error(errno, std::generic_category(), "mkdtemp");
     }
@@ -34,15 +32,13 @@ class test_ca {
   }
   test_ca(const test_ca&) = delete;
   test_ca& operator=(const test_ca&) = delete;
-  ~test_ca()
-  {
+  ~test_ca() {
     std::error_code ec;
     std::filesystem::remove_all(root_, ec);
   }
 
   // A fresh copy of the CA (certificate and key), as the proxy would load it.
-  loaded_ca load() const
-  {
+  loaded_ca load() const {
     auto ca = load_ca(root_ / "ca");
     REQUIRE_MESSAGE(ca.has_value(), ca.error());
     return std::move(*ca);

@@ -16,22 +16,19 @@ using namespace airlock::certs;
 using airlock::certs::testing::test_ca;
 namespace ssl = boost::asio::ssl;
 
-ssl::context make_server()
-{
+ssl::context make_server() {
   auto ctx = server_context();
   REQUIRE_MESSAGE(ctx.has_value(), ctx.error());
   return std::move(*ctx);
 }
 
-ssl::context make_client(const std::vector<std::string>& extra_ca_files)
-{
+ssl::context make_client(const std::vector<std::string>& extra_ca_files) {
   auto ctx = upstream_context(extra_ca_files);
   REQUIRE_MESSAGE(ctx.has_value(), ctx.error());
   return std::move(*ctx);
 }
 
-std::unique_ptr<leaf_minter> make_minter(const test_ca& ca, leaf_minter_options options = {})
-{
+std::unique_ptr<leaf_minter> make_minter(const test_ca& ca, leaf_minter_options options = {}) {
   auto minter = leaf_minter::create(ca.load(), std::move(options));
   REQUIRE_MESSAGE(minter.has_value(), minter.error());
   return std::move(*minter);
@@ -41,9 +38,9 @@ struct outcome {
   bool ok = false;
   std::string client_error;  // OpenSSL's error queue when that side failed
   std::string server_error;
-  std::string verify;        // verify_failure() on the client
-  std::string alpn;          // what the client sees as selected
-  std::string server_sni;    // what the server saw as SNI
+  std::string verify;      // verify_failure() on the client
+  std::string alpn;        // what the client sees as selected
+  std::string server_sni;  // what the server saw as SNI
 };
 
 // One handshake in memory: the two SSL objects talk over a BIO pair, each stepped in turn until
@@ -54,8 +51,7 @@ struct handshake_setup {
   std::optional<std::string> alpn;  // overrides the client's ALPN list (wire format)
 };
 
-outcome handshake(ssl::context& server_ctx, ssl::context& client_ctx, const handshake_setup& setup)
-{
+outcome handshake(ssl::context& server_ctx, ssl::context& client_ctx, const handshake_setup& setup) {
   const ssl_ptr server{SSL_new(server_ctx.native_handle())};
   const ssl_ptr client{SSL_new(client_ctx.native_handle())};
   REQUIRE(server);
@@ -67,8 +63,7 @@ outcome handshake(ssl::context& server_ctx, ssl::context& client_ctx, const hand
   const auto prepared = prepare_upstream(client.get(), setup.host);
   REQUIRE_MESSAGE(prepared.has_value(), prepared.error());
   if (setup.alpn) {
-    REQUIRE(SSL_set_alpn_protos(client.get(),
-                                reinterpret_cast<const unsigned char*>(setup.alpn->data()),
+    REQUIRE(SSL_set_alpn_protos(client.get(), reinterpret_cast<const unsigned char*>(setup.alpn->data()),
                                 static_cast<unsigned>(setup.alpn->size())) == 0);
   }
   BIO* server_bio = nullptr;
@@ -127,8 +122,7 @@ outcome handshake(ssl::context& server_ctx, ssl::context& client_ctx, const hand
   return out;
 }
 
-TEST_CASE("a minted leaf passes the upstream verification for its name")
-{
+TEST_CASE("a minted leaf passes the upstream verification for its name") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   auto server = make_server();
@@ -142,16 +136,14 @@ TEST_CASE("a minted leaf passes the upstream verification for its name")
   CHECK(out.alpn == "http/1.1");
   CHECK(out.server_sni == "registry.example.test");
 
-  SUBCASE("case and a trailing dot do not matter")
-  {
+  SUBCASE("case and a trailing dot do not matter") {
     const outcome dotted = handshake(server, client, {value->get(), "Registry.Example.TEST.", {}});
     CHECK_MESSAGE(dotted.ok, dotted.client_error);
     CHECK(dotted.server_sni == "Registry.Example.TEST");
   }
 }
 
-TEST_CASE("a certificate for another name fails the upstream handshake as a hostname mismatch")
-{
+TEST_CASE("a certificate for another name fails the upstream handshake as a hostname mismatch") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   auto server = make_server();
@@ -165,8 +157,7 @@ TEST_CASE("a certificate for another name fails the upstream handshake as a host
   CHECK(out.client_error.find("certificate verify failed") != std::string::npos);
 }
 
-TEST_CASE("a certificate from a CA the client does not trust fails the handshake")
-{
+TEST_CASE("a certificate from a CA the client does not trust fails the handshake") {
   const test_ca ca;
   const test_ca unrelated;
   const auto minter = make_minter(ca);
@@ -180,8 +171,7 @@ TEST_CASE("a certificate from a CA the client does not trust fails the handshake
   CHECK(out.verify == "self-signed certificate in chain");
 }
 
-TEST_CASE("an expired certificate fails the handshake as expired")
-{
+TEST_CASE("an expired certificate fails the handshake as expired") {
   const test_ca ca;
   leaf_minter_options options;
   options.now = [] { return std::time(nullptr) - 30 * 24 * 3600; };
@@ -196,8 +186,7 @@ TEST_CASE("an expired certificate fails the handshake as expired")
   CHECK(out.verify == "certificate has expired");
 }
 
-TEST_CASE("IP literals: verified against the iPAddress SAN, no SNI sent")
-{
+TEST_CASE("IP literals: verified against the iPAddress SAN, no SNI sent") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   auto server = make_server();
@@ -227,8 +216,7 @@ TEST_CASE("IP literals: verified against the iPAddress SAN, no SNI sent")
   CHECK(by_address.verify == "ip address mismatch");
 }
 
-TEST_CASE("ALPN: the server selects http/1.1 and nothing else")
-{
+TEST_CASE("ALPN: the server selects http/1.1 and nothing else") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   auto server = make_server();
@@ -239,8 +227,7 @@ TEST_CASE("ALPN: the server selects http/1.1 and nothing else")
 
   // One test case without subcases, so the contexts (the system trust store is the slow part)
   // are built once.
-  const outcome both =
-      handshake(server, client, {leaf_value, "example.test", std::string{"\x02h2\x08http/1.1"}});
+  const outcome both = handshake(server, client, {leaf_value, "example.test", std::string{"\x02h2\x08http/1.1"}});
   CHECK_MESSAGE(both.ok, both.client_error, " / ", both.server_error);
   CHECK(both.alpn == "http/1.1");
 
@@ -258,8 +245,7 @@ TEST_CASE("ALPN: the server selects http/1.1 and nothing else")
   CHECK(none.alpn.empty());
 }
 
-TEST_CASE("the server handshake fails when no leaf was installed")
-{
+TEST_CASE("the server handshake fails when no leaf was installed") {
   const test_ca ca;
   auto server = make_server();
   auto client = make_client({ca.cert_file()});
@@ -268,8 +254,7 @@ TEST_CASE("the server handshake fails when no leaf was installed")
   CHECK(out.server_error.find("no certificate assigned") != std::string::npos);
 }
 
-TEST_CASE("use_leaf replaces what was installed before")
-{
+TEST_CASE("use_leaf replaces what was installed before") {
   const test_ca ca;
   const auto minter = make_minter(ca);
   auto server = make_server();
@@ -287,8 +272,7 @@ TEST_CASE("use_leaf replaces what was installed before")
   CHECK(sk_X509_num(chain) == 1);
 }
 
-TEST_CASE("both contexts refuse anything older than TLS 1.2 and the server resumes nothing")
-{
+TEST_CASE("both contexts refuse anything older than TLS 1.2 and the server resumes nothing") {
   auto server = make_server();
   auto client = make_client({});
   CHECK(SSL_CTX_get_min_proto_version(server.native_handle()) == TLS1_2_VERSION);
@@ -299,30 +283,24 @@ TEST_CASE("both contexts refuse anything older than TLS 1.2 and the server resum
   CHECK((SSL_CTX_get_verify_mode(client.native_handle()) & SSL_VERIFY_PEER) != 0);
 }
 
-TEST_CASE("upstream_context names the extra CA file it cannot use")
-{
+TEST_CASE("upstream_context names the extra CA file it cannot use") {
   const test_ca ca;
-  SUBCASE("missing")
-  {
+  SUBCASE("missing") {
     const std::string missing = (ca.root() / "missing.pem").string();
     const auto ctx = upstream_context({ca.cert_file(), missing});
     REQUIRE_FALSE(ctx.has_value());
-    CHECK(ctx.error() ==
-          "inspection.upstream_ca: cannot read " + missing + ": No such file or directory");
+    CHECK(ctx.error() == "inspection.upstream_ca: cannot read " + missing + ": No such file or directory");
   }
-  SUBCASE("not PEM")
-  {
+  SUBCASE("not PEM") {
     const std::string junk = (ca.root() / "junk.pem").string();
     std::ofstream{junk} << "not a certificate\n";
     const auto ctx = upstream_context({junk});
     REQUIRE_FALSE(ctx.has_value());
-    CHECK(ctx.error().find("inspection.upstream_ca: " + junk + " holds no usable PEM certificate (") ==
-          0);
+    CHECK(ctx.error().find("inspection.upstream_ca: " + junk + " holds no usable PEM certificate (") == 0);
   }
 }
 
-TEST_CASE("prepare_upstream refuses an empty host")
-{
+TEST_CASE("prepare_upstream refuses an empty host") {
   auto client = make_client({});
   const ssl_ptr ssl{SSL_new(client.native_handle())};
   const auto prepared = prepare_upstream(ssl.get(), "");

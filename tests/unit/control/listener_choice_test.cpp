@@ -16,7 +16,8 @@ control::listener_ports from(std::string_view info) {
 }  // namespace
 
 TEST_CASE("/v1/info with two proxy ports: the first is the proxy port, the second takes :443") {
-  const auto p = from(R"({"version":"0.1.0","proxy":[{"address":"0.0.0.0","port":15001},{"address":"0.0.0.0","port":15443}],
+  const auto p = from(
+      R"({"version":"0.1.0","proxy":[{"address":"0.0.0.0","port":15001},{"address":"0.0.0.0","port":15443}],
       "tproxy":[],"http_proxy":[],"dns":[{"address":"0.0.0.0","port":15053}],"admin":[],
       "decisions_log":"/var/log/airlock/decisions.jsonl","inspection_ca":"/etc/airlock/ca/ca.crt"})");
   CHECK(p.proxy == 15001);
@@ -28,7 +29,8 @@ TEST_CASE("/v1/info with two proxy ports: the first is the proxy port, the secon
 }
 
 TEST_CASE("one proxy port (or the same port twice) keeps the single-port rules: no https port") {
-  CHECK(from(R"({"proxy":[{"address":"0.0.0.0","port":15001}],"dns":[{"address":"0.0.0.0","port":15053}]})").https == 0);
+  CHECK(from(R"({"proxy":[{"address":"0.0.0.0","port":15001}],"dns":[{"address":"0.0.0.0","port":15053}]})").https ==
+        0);
   // IPv4 and IPv6 wildcards on one port are one port.
   const auto p = from(R"({"proxy":[{"address":"0.0.0.0","port":15001},{"address":"::","port":15001}],
       "dns":[{"address":"0.0.0.0","port":15053}]})");

@@ -81,7 +81,7 @@ TEST_CASE("a runtime session with extra allowances gets its own policy, and lose
   CHECK(*id == "sbx-1");
   CHECK(f.decide("198.18.0.2", "example.com", 8443).allowed());
   CHECK(f.decide("198.18.0.2", "a.b.pkg.test", 443).allowed());
-  CHECK_FALSE(f.decide("198.18.0.2", "example.com", 443).allowed());  // the port was named
+  CHECK_FALSE(f.decide("198.18.0.2", "example.com", 443).allowed());   // the port was named
   CHECK(f.decide("198.18.0.2", "registry.npmjs.org", 443).allowed());  // the base policy still applies
   CHECK_FALSE(f.decide("198.18.0.3", "example.com", 8443).allowed());  // another source has no such allowance
   CHECK(f.decide("198.18.0.2", "example.com", 8443).rule == "session sbx-1 allow:1");

@@ -1,5 +1,5 @@
-#include "daemon/session_state.hpp"
 #include "base/small_file.hpp"
+#include "daemon/session_state.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,8 +13,12 @@ using namespace airlock::base;
 
 TEST_CASE("registered sessions survive a round trip through their file format") {
   persisted_session a;
-  a.request = {"sbx-1", {"198.18.0.2/32", "2001:db8::2/128"}, "closed", {"example.com:8443"},
-               {{"task", "t-1"}, {"repo", "acme/web"}}, "/run/netns/airlock-1"};
+  a.request = {"sbx-1",
+               {"198.18.0.2/32", "2001:db8::2/128"},
+               "closed",
+               {"example.com:8443"},
+               {{"task", "t-1"}, {"repo", "acme/web"}},
+               "/run/netns/airlock-1"};
   a.tool_call = "call-42";
   persisted_session b;
   b.request.id = "sbx-2";

@@ -143,10 +143,8 @@ TEST_CASE("shared across loops: the DNS loop stores while another loop reads, wi
   std::function<void()> store_some = [&] {  // short handlers: the grace timer runs between
     for (int i = 0; i < 100; ++i)
       c.store(std::to_string(i) + ".example", wire::type::a, answer(0, {a_record(300)}), now);
-    if (++round < 200)
-      boost::asio::post(dns_loop.io, store_some);
-    else
-      stored.set_value();
+    if (++round < 200) boost::asio::post(dns_loop.io, store_some);
+    else stored.set_value();
   };
   boost::asio::post(dns_loop.io, store_some);
   REQUIRE(stored.get_future().wait_for(30s) == std::future_status::ready);
@@ -199,7 +197,8 @@ TEST_CASE("cached_addresses: what lookup_addresses would say, only when the cach
   CHECK(only(cached_addresses(c, v6only)) == "2001:db8::1");
 }
 
-TEST_CASE("cached_addresses: AAAA first for a client that used IPv6, A only when there is no AAAA; cached_addresses_of") {
+TEST_CASE(
+    "cached_addresses: AAAA first for a client that used IPv6, A only when there is no AAAA; cached_addresses_of") {
   using airlock::dns::ask_first;
   using airlock::dns::cached_addresses;
   answer_cache c;
@@ -333,7 +332,8 @@ TEST_CASE("started_query: a miss is left to finish(); a moved query emits its li
 
 TEST_CASE("shrink drops the least recently used answers down to what it keeps") {
   answer_cache c;
-  for (const char* n : {"a.test", "b.test", "c.test", "d.test"}) c.store(n, wire::type::a, answer(0, {a_record(300)}), t0);
+  for (const char* n : {"a.test", "b.test", "c.test", "d.test"})
+    c.store(n, wire::type::a, answer(0, {a_record(300)}), t0);
   REQUIRE(c.find("a.test", wire::type::a, t0));  // a is now the most recently used
   CHECK(c.shrink(2) == 2);
   CHECK(c.size() == 2);

@@ -40,8 +40,7 @@ wire::name name_of(std::string_view text) {
   return *n;
 }
 
-wire::record rr(std::string_view owner, std::uint16_t rtype, std::string rdata,
-                std::uint16_t rclass = wire::class_in) {
+wire::record rr(std::string_view owner, std::uint16_t rtype, std::string rdata, std::uint16_t rclass = wire::class_in) {
   return wire::record{name_of(owner), rtype, rclass, 300, std::move(rdata)};
 }
 
@@ -59,9 +58,7 @@ std::string address_bytes(std::string_view text) {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
-wire::record a(std::string_view owner, std::string_view text) {
-  return rr(owner, wire::type::a, address_bytes(text));
-}
+wire::record a(std::string_view owner, std::string_view text) { return rr(owner, wire::type::a, address_bytes(text)); }
 wire::record aaaa(std::string_view owner, std::string_view text) {
   return rr(owner, wire::type::aaaa, address_bytes(text));
 }
@@ -190,7 +187,7 @@ TEST_CASE("a CNAME loop, a second CNAME at one name and a bad CNAME target are r
   wire::message m;
   m.answers = {cname("a.example.com", "b.example.com"), cname("a.example.com", "x.example.com"),
                cname("b.example.com", "A.example.com"), rr("b.example.com", wire::type::cname, "\x05short"),
-               a("b.example.com", "93.184.216.34"), a("x.example.com", "93.184.216.99")};
+               a("b.example.com", "93.184.216.34"),     a("x.example.com", "93.184.216.99")};
   const auto o = run(m, "a.example.com");
   // Out of chain: a -> x (second CNAME), b -> a (loop), the A at x. Malformed: the cut-off target.
   check_counts(o, 0, 3, 0, 0, 1, 0);
@@ -216,10 +213,14 @@ TEST_CASE("DNAME and non-IN records are removed; the synthesised CNAME is follow
 TEST_CASE("special addresses are removed unless allow_special says yes") {
   auto make = [] {
     wire::message m;
-    m.answers = {a("h.example.com", "127.0.0.1"),         a("h.example.com", "10.1.2.3"),
-                 a("h.example.com", "169.254.169.254"),   aaaa("h.example.com", "::ffff:127.0.0.1"),
-                 aaaa("h.example.com", "64:ff9b::a9fe:a9fe"), a("h.example.com", "93.184.216.34"),
-                 aaaa("h.example.com", "2606:2800:220:1::1"), rr("h.example.com", wire::type::a, "\x01\x02\x03")};
+    m.answers = {a("h.example.com", "127.0.0.1"),
+                 a("h.example.com", "10.1.2.3"),
+                 a("h.example.com", "169.254.169.254"),
+                 aaaa("h.example.com", "::ffff:127.0.0.1"),
+                 aaaa("h.example.com", "64:ff9b::a9fe:a9fe"),
+                 a("h.example.com", "93.184.216.34"),
+                 aaaa("h.example.com", "2606:2800:220:1::1"),
+                 rr("h.example.com", wire::type::a, "\x01\x02\x03")};
     return m;
   };
   SUBCASE("none allowed") {
@@ -327,29 +328,35 @@ TEST_CASE("AliasMode with params: the params are dropped (clients must ignore th
 TEST_CASE("SVCB (type 64) is filtered like HTTPS") {
   wire::message m;
   m.answers = {rr("_dns.h.example.com", wire::type::svcb,
-                  svcb_rdata(1, "dns.example.net", param(1, "\x03" "dot") + param(5, ech_config)))};
+                  svcb_rdata(1, "dns.example.net",
+                             param(1, "\x03"
+                                      "dot") +
+                                 param(5, ech_config)))};
   const auto o = run(m, "_dns.h.example.com");
   check_counts(o, 0, 0, 0, 1, 0, 0);
   REQUIRE(m.answers.size() == 1);
-  CHECK(m.answers[0].rdata == svcb_rdata(1, "dns.example.net", param(1, "\x03" "dot")));
+  CHECK(m.answers[0].rdata == svcb_rdata(1, "dns.example.net",
+                                         param(1, "\x03"
+                                                  "dot")));
 }
 
 TEST_CASE("malformed HTTPS/SVCB records are removed whole") {
   const std::string p3 = param(3, port_443);
   const std::vector<std::string> bad = {
-      svcb_rdata(1, ".", p3 + be16(4) + be16(8) + std::string("\xc0\x00\x02\x07", 4)), // length overruns rdata
-      svcb_rdata(1, ".", p3 + p3),                                             // duplicate key
-      svcb_rdata(1, ".", p3 + param(1, "\x02h2")),                             // decreasing keys
-      svcb_rdata(1, ".", p3 + std::string("\x00\x05\x00", 3)),                 // param header cut short
-      svcb_rdata(1, ".", param(1, std::string("\x00\x02h2", 4))),              // empty alpn id
-      svcb_rdata(1, ".", param(1, "\x05h2")),                                  // alpn id overruns value
-      svcb_rdata(1, ".", param(1, "")),                                        // alpn with no ids
-      svcb_rdata(1, ".", param(1, "\x02h2") + param(2, "x")),                  // no-default-alpn value
-      svcb_rdata(1, ".", param(0, be16(3) + be16(3)) + p3),                    // mandatory not increasing
-      svcb_rdata(1, ".", param(0, be16(0)) + p3),                              // mandatory lists itself
-      svcb_rdata(1, ".", param(0, "") + p3),                                   // mandatory lists nothing
-      be16(1) + "\x03" "abc",                                                  // target name not ended
-      std::string("\x00", 1),                                                  // no room for priority
+      svcb_rdata(1, ".", p3 + be16(4) + be16(8) + std::string("\xc0\x00\x02\x07", 4)),  // length overruns rdata
+      svcb_rdata(1, ".", p3 + p3),                                                      // duplicate key
+      svcb_rdata(1, ".", p3 + param(1, "\x02h2")),                                      // decreasing keys
+      svcb_rdata(1, ".", p3 + std::string("\x00\x05\x00", 3)),                          // param header cut short
+      svcb_rdata(1, ".", param(1, std::string("\x00\x02h2", 4))),                       // empty alpn id
+      svcb_rdata(1, ".", param(1, "\x05h2")),                                           // alpn id overruns value
+      svcb_rdata(1, ".", param(1, "")),                                                 // alpn with no ids
+      svcb_rdata(1, ".", param(1, "\x02h2") + param(2, "x")),                           // no-default-alpn value
+      svcb_rdata(1, ".", param(0, be16(3) + be16(3)) + p3),                             // mandatory not increasing
+      svcb_rdata(1, ".", param(0, be16(0)) + p3),                                       // mandatory lists itself
+      svcb_rdata(1, ".", param(0, "") + p3),                                            // mandatory lists nothing
+      be16(1) + "\x03"
+                "abc",         // target name not ended
+      std::string("\x00", 1),  // no room for priority
   };
   wire::message m;
   for (const auto& rdata : bad) m.answers.push_back(rr("h.example.com", wire::type::https, rdata));
@@ -362,11 +369,10 @@ TEST_CASE("malformed HTTPS/SVCB records are removed whole") {
 
 TEST_CASE("a record whose mandatory key the rewrite removed goes; other mandatory keys are fine") {
   wire::message m;
-  m.answers = {
-      rr("h.example.com", wire::type::https, svcb_rdata(1, ".", param(0, be16(5)) + param(5, ech_config))),
-      rr("h.example.com", wire::type::https, svcb_rdata(2, ".", param(0, be16(1)) + param(1, "\x02h3"))),
-      rr("h.example.com", wire::type::https,
-         svcb_rdata(3, ".", param(0, be16(3)) + param(3, port_443) + param(5, ech_config)))};
+  m.answers = {rr("h.example.com", wire::type::https, svcb_rdata(1, ".", param(0, be16(5)) + param(5, ech_config))),
+               rr("h.example.com", wire::type::https, svcb_rdata(2, ".", param(0, be16(1)) + param(1, "\x02h3"))),
+               rr("h.example.com", wire::type::https,
+                  svcb_rdata(3, ".", param(0, be16(3)) + param(3, port_443) + param(5, ech_config)))};
   const auto o = run(m, "h.example.com");
   check_counts(o, 0, 0, 0, 1, 2, 0);
   REQUIRE(m.answers.size() == 1);

@@ -45,14 +45,14 @@ TEST_CASE("a shared CDN address carries several names, newest first; renewal cos
 }
 
 TEST_CASE("caps: per session, per address and in total; expired entries make room") {
-  name_table t({.min_ttl = 10s, .max_ttl = 10s, .max_names_per_address = 2, .max_entries_per_session = 3,
-                .max_entries = 5});
+  name_table t(
+      {.min_ttl = 10s, .max_ttl = 10s, .max_names_per_address = 2, .max_entries_per_session = 3, .max_entries = 5});
   CHECK(t.record("s", ip("203.0.113.1"), "a", 0, 10, t0));
   CHECK(t.record("s", ip("203.0.113.1"), "b", 0, 10, t0));
   CHECK_FALSE(t.record("s", ip("203.0.113.1"), "c", 0, 10, t0));  // per address
   CHECK(t.record("s", ip("203.0.113.2"), "a", 0, 10, t0));
   CHECK_FALSE(t.record("s", ip("203.0.113.3"), "a", 0, 10, t0));  // per session
-  CHECK(t.record("other", ip("203.0.113.3"), "a", 0, 10, t0));   // other sessions unaffected
+  CHECK(t.record("other", ip("203.0.113.3"), "a", 0, 10, t0));    // other sessions unaffected
   CHECK(t.record("other", ip("203.0.113.4"), "a", 0, 10, t0));
   CHECK_FALSE(t.record("third", ip("203.0.113.5"), "a", 0, 10, t0));  // in total
   CHECK(t.size() == 5);

@@ -18,9 +18,7 @@ namespace {
 
 std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(std::span(s)); }
 
-std::string be16(unsigned v) {
-  return {static_cast<char>((v >> 8) & 0xFF), static_cast<char>(v & 0xFF)};
-}
+std::string be16(unsigned v) { return {static_cast<char>((v >> 8) & 0xFF), static_cast<char>(v & 0xFF)}; }
 std::string be32(std::uint32_t v) { return be16(v >> 16) + be16(v & 0xFFFF); }
 
 std::string from_hex(std::string_view hex) {
@@ -51,15 +49,13 @@ std::string hdr(unsigned id, unsigned flags, unsigned qd, unsigned an, unsigned 
   return be16(id) + be16(flags) + be16(qd) + be16(an) + be16(ns) + be16(ar);
 }
 
-std::string rr(const std::string& owner, unsigned rtype, std::uint32_t ttl,
-               const std::string& rdata, unsigned rclass = 1) {
-  return owner + be16(rtype) + be16(rclass) + be32(ttl) +
-         be16(static_cast<unsigned>(rdata.size())) + rdata;
+std::string rr(const std::string& owner, unsigned rtype, std::uint32_t ttl, const std::string& rdata,
+               unsigned rclass = 1) {
+  return owner + be16(rtype) + be16(rclass) + be32(ttl) + be16(static_cast<unsigned>(rdata.size())) + rdata;
 }
 
 std::string opt_rr(unsigned udp, std::uint32_t ttl = 0, const std::string& rdata = "") {
-  return std::string(1, '\0') + be16(41) + be16(udp) + be32(ttl) +
-         be16(static_cast<unsigned>(rdata.size())) + rdata;
+  return std::string(1, '\0') + be16(41) + be16(udp) + be32(ttl) + be16(static_cast<unsigned>(rdata.size())) + rdata;
 }
 
 std::string a_rdata(int a, int b, int c, int d) {
@@ -70,8 +66,8 @@ constexpr unsigned query_flags = 0x0100;     // RD
 constexpr unsigned response_flags = 0x8180;  // QR RD RA
 
 // A query for `qname_wire` type A class IN with the given header tail.
-std::string query_bytes(const std::string& qname_wire, unsigned flags = query_flags,
-                        unsigned qd = 1, const std::string& additional = "", unsigned ar = 0) {
+std::string query_bytes(const std::string& qname_wire, unsigned flags = query_flags, unsigned qd = 1,
+                        const std::string& additional = "", unsigned ar = 0) {
   return hdr(0xBEEF, flags, qd, 0, 0, ar) + qname_wire + be16(1) + be16(1) + additional;
 }
 
@@ -234,8 +230,7 @@ TEST_CASE("parse_query reads a plain query and one built by build_query") {
   CHECK_FALSE(q->opt.has_value());
 
   const std::string built = wire::build_query(0x4242, name_of("Example.ORG"), wire::type::aaaa);
-  CHECK(built == hdr(0x4242, 0x0100, 1, 0, 0, 1) + labels("Example.ORG") + be16(28) + be16(1) +
-                     opt_rr(1232));
+  CHECK(built == hdr(0x4242, 0x0100, 1, 0, 0, 1) + labels("Example.ORG") + be16(28) + be16(1) + opt_rr(1232));
   auto back = wire::parse_query(bytes(built));
   REQUIRE(back.has_value());
   CHECK(back->hdr.id == 0x4242);
@@ -271,8 +266,7 @@ TEST_CASE("parse_query: compression pointers (ROBUSTNESS C1)") {
       {"forward pointer", query_bytes(ptr(14)) + std::string(8, '\0'), parse_error::bad_pointer},
       {"pointer past end", query_bytes(ptr(0x3FFF)), parse_error::bad_pointer},
       // id 0xC00C is itself a pointer back to the question: 12 -> 0 -> 12.
-      {"2-cycle through the header", hdr(0xC00C, 0, 1, 0, 0, 0) + ptr(0) + be16(1) + be16(1),
-       parse_error::bad_pointer},
+      {"2-cycle through the header", hdr(0xC00C, 0, 1, 0, 0, 0) + ptr(0) + be16(1) + be16(1), parse_error::bad_pointer},
       {"pointer after a label",
        query_bytes("\x01"
                    "a" +
@@ -300,8 +294,7 @@ TEST_CASE("parse_query: bad labels and names (ROBUSTNESS C2)") {
     parse_error expected;
   };
   const std::vector<row> rows{
-      {"label of 64 (type bits 01)", query_bytes("\x40" + std::string(64, 'a') + '\0'),
-       parse_error::bad_name},
+      {"label of 64 (type bits 01)", query_bytes("\x40" + std::string(64, 'a') + '\0'), parse_error::bad_name},
       {"label type 0x80",
        query_bytes(std::string("\x80\x01"
                                "a\x00",
@@ -320,8 +313,7 @@ TEST_CASE("parse_query: bad labels and names (ROBUSTNESS C2)") {
                                "\x3f"
                                "ab",
        parse_error::bad_name},
-      {"question without type", hdr(1, 0, 1, 0, 0, 0) + labels("example.com") + "\x00",
-       parse_error::too_short},
+      {"question without type", hdr(1, 0, 1, 0, 0, 0) + labels("example.com") + "\x00", parse_error::too_short},
   };
   for (const auto& r : rows) {
     CAPTURE(r.what);
@@ -349,10 +341,9 @@ TEST_CASE("65535 counts in a 20-byte packet are rejected before allocating (ROBU
     CAPTURE(r.field);
     unsigned counts[4] = {1, 0, 0, 0};
     counts[r.field] = 0xFFFF;
-    const std::string tail = std::string(
-                                 "\x01"
-                                 "a\x00",
-                                 3) +
+    const std::string tail = std::string("\x01"
+                                         "a\x00",
+                                         3) +
                              be16(1) + be16(1) + "x";
     const std::string q = hdr(7, 0, counts[0], counts[1], counts[2], counts[3]) + tail;
     const std::string m = hdr(7, 0x8000, counts[0], counts[1], counts[2], counts[3]) + tail;
@@ -379,13 +370,10 @@ TEST_CASE("parse_query: header checks (ROBUSTNESS C4)") {
       {"opcode STATUS", hdr(1, 2 << 11, 1, 0, 0, 0) + q, parse_error::bad_opcode},
       {"opcode NOTIFY", hdr(1, 4 << 11, 1, 0, 0, 0) + q, parse_error::bad_opcode},
       {"opcode UPDATE", hdr(1, 5 << 11, 1, 0, 0, 0) + q, parse_error::bad_opcode},
-      {"answer in a query", hdr(1, 0, 1, 1, 0, 0) + q + rr(labels(""), 1, 0, "abcd"),
-       parse_error::bad_counts},
-      {"authority in a query", hdr(1, 0, 1, 0, 1, 0) + q + rr(labels(""), 1, 0, "abcd"),
-       parse_error::bad_counts},
+      {"answer in a query", hdr(1, 0, 1, 1, 0, 0) + q + rr(labels(""), 1, 0, "abcd"), parse_error::bad_counts},
+      {"authority in a query", hdr(1, 0, 1, 0, 1, 0) + q + rr(labels(""), 1, 0, "abcd"), parse_error::bad_counts},
       {"trailing byte", hdr(1, 0, 1, 0, 0, 0) + q + "x", parse_error::trailing_data},
-      {"65536 bytes", hdr(1, 0, 1, 0, 0, 0) + q + std::string(65536 - 12 - q.size(), '\0'),
-       parse_error::too_long},
+      {"65536 bytes", hdr(1, 0, 1, 0, 0, 0) + q + std::string(65536 - 12 - q.size(), '\0'), parse_error::too_long},
   };
   for (const auto& r : rows) {
     CAPTURE(r.what);
@@ -394,16 +382,14 @@ TEST_CASE("parse_query: header checks (ROBUSTNESS C4)") {
 }
 
 TEST_CASE("parse_query reports class and type as sent: CH, ANY are policy, not parse errors") {
-  auto q = wire::parse_query(
-      bytes(hdr(1, 0, 1, 0, 0, 0) + labels("version.bind") + be16(255) + be16(3)));
+  auto q = wire::parse_query(bytes(hdr(1, 0, 1, 0, 0, 0) + labels("version.bind") + be16(255) + be16(3)));
   REQUIRE(q.has_value());
   CHECK(q->q.qtype == wire::type::any);
   CHECK(q->q.qclass == 3);
 }
 
 TEST_CASE("parse_header survives what parse_query rejects, for a header-only FORMERR/NOTIMP") {
-  const std::string notify =
-      hdr(0x5151, (4 << 11) | 0x0100, 1, 0, 0, 0) + labels("x") + be16(6) + be16(1);
+  const std::string notify = hdr(0x5151, (4 << 11) | 0x0100, 1, 0, 0, 0) + labels("x") + be16(6) + be16(1);
   CHECK(query_error(notify) == parse_error::bad_opcode);
   auto h = wire::parse_header(bytes(notify));
   REQUIRE(h.has_value());
@@ -439,18 +425,14 @@ TEST_CASE("EDNS oddities (ROBUSTNESS C5)") {
     };
     const std::string cookie = be16(10) + be16(8) + "12345678";
     const std::vector<row> rows{
-        {"two OPTs", hdr(1, 0, 1, 0, 0, 2) + base + opt_rr(1232) + opt_rr(1232),
-         parse_error::bad_edns},
+        {"two OPTs", hdr(1, 0, 1, 0, 0, 2) + base + opt_rr(1232) + opt_rr(1232), parse_error::bad_edns},
         {"OPT owner not root", hdr(1, 0, 1, 0, 0, 1) + base + labels("x") + opt_rr(1232).substr(1),
          parse_error::bad_edns},
-        {"option length past RDATA",
-         hdr(1, 0, 1, 0, 0, 1) + base + opt_rr(1232, 0, be16(10) + be16(9) + "12345678"),
+        {"option length past RDATA", hdr(1, 0, 1, 0, 0, 1) + base + opt_rr(1232, 0, be16(10) + be16(9) + "12345678"),
          parse_error::bad_edns},
-        {"option header cut short",
-         hdr(1, 0, 1, 0, 0, 1) + base + opt_rr(1232, 0, cookie + std::string("\x00\x0a", 2)),
+        {"option header cut short", hdr(1, 0, 1, 0, 0, 1) + base + opt_rr(1232, 0, cookie + std::string("\x00\x0a", 2)),
          parse_error::bad_edns},
-        {"EDE shorter than its info code",
-         hdr(1, 0, 1, 0, 0, 1) + base + opt_rr(1232, 0, be16(15) + be16(1) + "x"),
+        {"EDE shorter than its info code", hdr(1, 0, 1, 0, 0, 1) + base + opt_rr(1232, 0, be16(15) + be16(1) + "x"),
          parse_error::bad_edns},
     };
     for (const auto& r : rows) {
@@ -460,14 +442,12 @@ TEST_CASE("EDNS oddities (ROBUSTNESS C5)") {
     const std::string resp_q = hdr(1, 0x8000, 1, 1, 0, 0) + base;
     CHECK(message_error(resp_q + opt_rr(1232)) == parse_error::bad_edns);  // OPT in answers
     CHECK(message_error(hdr(1, 0x8000, 1, 0, 1, 0) + base + opt_rr(1232)) == parse_error::bad_edns);
-    CHECK(message_error(hdr(1, 0x8000, 1, 0, 0, 2) + base + opt_rr(1232) + opt_rr(1232)) ==
-          parse_error::bad_edns);
+    CHECK(message_error(hdr(1, 0x8000, 1, 0, 0, 2) + base + opt_rr(1232) + opt_rr(1232)) == parse_error::bad_edns);
   }
   SUBCASE("well-formed options are validated and dropped, other additional records ignored") {
     const std::string cookie = be16(10) + be16(8) + "12345678";
     const std::string tsig_like = rr(labels("key"), 250, 0, "opaque");
-    auto q = wire::parse_query(
-        bytes(hdr(1, 0, 1, 0, 0, 2) + base + opt_rr(4096, 0, cookie) + tsig_like));
+    auto q = wire::parse_query(bytes(hdr(1, 0, 1, 0, 0, 2) + base + opt_rr(4096, 0, cookie) + tsig_like));
     REQUIRE(q.has_value());
     CHECK(q->opt->udp_size == 4096);
     CHECK_FALSE(q->opt->ede.has_value());
@@ -506,11 +486,10 @@ TEST_CASE("parse_message: a real unbound CNAME chain with compression, re-emitte
   CHECK(m->opt->udp_size == 1232);
 
   const std::string rebuilt = wire::build(*m);
-  const std::string expected =
-      hdr(0x1234, 0x8180, 1, 3, 0, 1) + labels("wWw.ExAmple.CoM") + be16(1) + be16(1) +
-      rr(labels("wWw.ExAmple.CoM"), 5, 296, labels("cdn.example.net")) +
-      rr(labels("cdn.example.net"), 1, 56, a_rdata(192, 0, 2, 2)) +
-      rr(labels("cdn.example.net"), 1, 56, a_rdata(192, 0, 2, 1)) + opt_rr(1232);
+  const std::string expected = hdr(0x1234, 0x8180, 1, 3, 0, 1) + labels("wWw.ExAmple.CoM") + be16(1) + be16(1) +
+                               rr(labels("wWw.ExAmple.CoM"), 5, 296, labels("cdn.example.net")) +
+                               rr(labels("cdn.example.net"), 1, 56, a_rdata(192, 0, 2, 2)) +
+                               rr(labels("cdn.example.net"), 1, 56, a_rdata(192, 0, 2, 1)) + opt_rr(1232);
   CHECK(rebuilt == expected);
   auto again = wire::parse_message(bytes(rebuilt));
   REQUIRE(again.has_value());
@@ -532,8 +511,8 @@ TEST_CASE("parse_message: hand-assembled chain with compressed CNAME target, MX,
   const std::string srv = rr("\x04_sip\x04_tcp" + ptr(16), 33, 60,
                              be16(0) + be16(5) + be16(5060) + "\x03sip" + ptr(49));
   const std::string soa = rr(ptr(16), 6, 60,
-                             "\x03ns1" + ptr(16) + "\x0ahostmaster" + ptr(16) + be32(1) + be32(2) +
-                                 be32(3) + be32(4) + be32(5));
+                             "\x03ns1" + ptr(16) + "\x0ahostmaster" + ptr(16) + be32(1) + be32(2) + be32(3) + be32(4) +
+                                 be32(5));
   const std::string pkt = hdr(9, response_flags, 1, 4, 1, 0) + q + cname + a1 + mx + srv + soa;
   auto m = wire::parse_message(bytes(pkt));
   REQUIRE(m.has_value());
@@ -545,8 +524,8 @@ TEST_CASE("parse_message: hand-assembled chain with compressed CNAME target, MX,
   CHECK(m->answers[3].owner == name_of("_sip._tcp.example.com"));
   CHECK(m->answers[3].rdata == be16(0) + be16(5) + be16(5060) + labels("sip.example.net"));
   REQUIRE(m->authority.size() == 1);
-  CHECK(m->authority[0].rdata == labels("ns1.example.com") + labels("hostmaster.example.com") +
-                                     be32(1) + be32(2) + be32(3) + be32(4) + be32(5));
+  CHECK(m->authority[0].rdata ==
+        labels("ns1.example.com") + labels("hostmaster.example.com") + be32(1) + be32(2) + be32(3) + be32(4) + be32(5));
   CHECK_FALSE(m->opt.has_value());
 
   auto again = wire::parse_message(bytes(wire::build(*m)));
@@ -562,8 +541,7 @@ TEST_CASE("parse_message: real unbound NXDOMAIN with a compressed SOA and an MX 
   CHECK(nx->hdr.rcode_bits() == 3);
   REQUIRE(nx->authority.size() == 1);
   CHECK(nx->authority[0].owner == name_of("example.com"));
-  CHECK(nx->authority[0].rdata.substr(0, 41) ==
-        labels("ns1.example.com") + labels("hostmaster.example.com"));
+  CHECK(nx->authority[0].rdata.substr(0, 41) == labels("ns1.example.com") + labels("hostmaster.example.com"));
   CHECK(nx->authority[0].rdata.size() == 41 + 20);
 
   auto mx = wire::parse_message(bytes(unbound_mx_response));
@@ -622,8 +600,7 @@ TEST_CASE("parse_message: compression attacks in answers (ROBUSTNESS C1, C2)") {
       {"label type 0x40", head1 + rr(std::string("\x41", 1) + std::string(65, 'x') + '\0', 1, 0, a),
        parse_error::bad_name},
       {"label type 0x80", head1 + rr(std::string("\x81x\x00", 3), 1, 0, a), parse_error::bad_name},
-      {"pointer in CNAME RDATA past end", head1 + rr(ptr(12), 5, 0, ptr(0x3000)),
-       parse_error::bad_pointer},
+      {"pointer in CNAME RDATA past end", head1 + rr(ptr(12), 5, 0, ptr(0x3000)), parse_error::bad_pointer},
       {"self pointer in CNAME RDATA", head1 + rr(ptr(12), 5, 0, ptr(31)), parse_error::bad_pointer},
   };
   for (const auto& r : rows) {
@@ -643,12 +620,9 @@ TEST_CASE("parse_message: header and record shape errors") {
       {"QR=0", hdr(1, 0x0100, 1, 0, 0, 0) + q, parse_error::not_a_response},
       {"opcode 4", hdr(1, 0x8000 | (4 << 11), 1, 0, 0, 0) + q, parse_error::bad_opcode},
       {"QDCOUNT 2", hdr(1, 0x8000, 2, 0, 0, 0) + q + q, parse_error::bad_question},
-      {"A with 5 bytes", hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 1, 0, "12345"),
-       parse_error::bad_record},
-      {"AAAA with 4 bytes", hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 28, 0, "1234"),
-       parse_error::bad_record},
-      {"CNAME name shorter than RDATA",
-       hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 5, 0, labels("b") + "x"),
+      {"A with 5 bytes", hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 1, 0, "12345"), parse_error::bad_record},
+      {"AAAA with 4 bytes", hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 28, 0, "1234"), parse_error::bad_record},
+      {"CNAME name shorter than RDATA", hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 5, 0, labels("b") + "x"),
        parse_error::bad_record},
       {"CNAME name longer than RDATA",
        hdr(1, 0x8000, 1, 1, 0, 0) + q +
@@ -656,13 +630,10 @@ TEST_CASE("parse_message: header and record shape errors") {
               "\x03"
               "abc"),
        parse_error::bad_name},
-      {"MX without a name", hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 15, 0, be16(10)),
-       parse_error::bad_name},
+      {"MX without a name", hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 15, 0, be16(10)), parse_error::bad_name},
       {"SOA without its 20 bytes",
-       hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 6, 0, labels("") + labels("") + "x"),
-       parse_error::bad_record},
-      {"RDLENGTH past end",
-       hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 1, 0, "1234").substr(0, 14),
+       hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 6, 0, labels("") + labels("") + "x"), parse_error::bad_record},
+      {"RDLENGTH past end", hdr(1, 0x8000, 1, 1, 0, 0) + q + rr(labels("a"), 1, 0, "1234").substr(0, 14),
        parse_error::too_short},
       {"trailing byte", hdr(1, 0x8000, 1, 0, 0, 0) + q + "z", parse_error::trailing_data},
   };
@@ -697,12 +668,10 @@ TEST_CASE("build -> parse_message round trip keeps every field") {
   m.hdr.id = 0x0A0B;
   m.hdr.flags = wire::flag::qr | wire::flag::aa | wire::flag::rd | 3;
   m.questions.push_back({name_of("Example.com"), wire::type::mx, wire::class_in});
-  m.answers.push_back({name_of("example.com"), wire::type::mx, wire::class_in, 3600,
-                       be16(5) + labels("mx.example.com")});
-  m.authority.push_back(
-      {name_of("example.com"), wire::type::ns, wire::class_in, 7, labels("ns.example.net")});
-  m.additional.push_back(
-      {name_of("mx.example.com"), wire::type::aaaa, wire::class_in, 9, std::string(16, '\x01')});
+  m.answers.push_back(
+      {name_of("example.com"), wire::type::mx, wire::class_in, 3600, be16(5) + labels("mx.example.com")});
+  m.authority.push_back({name_of("example.com"), wire::type::ns, wire::class_in, 7, labels("ns.example.net")});
+  m.additional.push_back({name_of("mx.example.com"), wire::type::aaaa, wire::class_in, 9, std::string(16, '\x01')});
   m.opt = wire::edns{};
   m.opt->udp_size = 1400;
   m.opt->extended_rcode = 1;
@@ -788,8 +757,7 @@ TEST_CASE("build_error echoes the query, its case and its EDNS") {
     const std::string pkt = hdr(0x0102, 0x0110, 1, 0, 0, 1) + question + opt_rr(4096, 0x8000);
     auto q = wire::parse_query(bytes(pkt));
     REQUIRE(q.has_value());
-    const std::string out =
-        wire::build_error(*q, wire::rcode::refused, {{15, "blocked by policy"}});
+    const std::string out = wire::build_error(*q, wire::rcode::refused, {{15, "blocked by policy"}});
     const std::string ede = be16(15) + be16(2 + 17) + be16(15) + "blocked by policy";
     CHECK(out == hdr(0x0102, 0x8195, 1, 0, 0, 1) + question + opt_rr(1232, 0x8000, ede));
     auto back = wire::parse_message(bytes(out));
@@ -805,8 +773,7 @@ TEST_CASE("build_error echoes the query, its case and its EDNS") {
   SUBCASE("with EDNS, no extended error") {
     auto q = wire::parse_query(bytes(hdr(0x0102, 0x0100, 1, 0, 0, 1) + question + opt_rr(512)));
     REQUIRE(q.has_value());
-    CHECK(wire::build_error(*q, wire::rcode::nxdomain) ==
-          hdr(0x0102, 0x8183, 1, 0, 0, 1) + question + opt_rr(1232));
+    CHECK(wire::build_error(*q, wire::rcode::nxdomain) == hdr(0x0102, 0x8183, 1, 0, 0, 1) + question + opt_rr(1232));
   }
   SUBCASE("without EDNS the extended error is not sent") {
     auto q = wire::parse_query(bytes(hdr(0x0102, 0x0000, 1, 0, 0, 0) + question));
@@ -818,8 +785,7 @@ TEST_CASE("build_error echoes the query, its case and its EDNS") {
     CHECK_FALSE(back->opt.has_value());
   }
   SUBCASE("BADVERS goes in the OPT's extended rcode") {
-    auto q =
-        wire::parse_query(bytes(hdr(9, 0x0100, 1, 0, 0, 1) + question + opt_rr(1232, 0x00010000)));
+    auto q = wire::parse_query(bytes(hdr(9, 0x0100, 1, 0, 0, 1) + question + opt_rr(1232, 0x00010000)));
     REQUIRE(q.has_value());
     CHECK(q->opt->version == 1);
     CHECK(wire::build_error(*q, wire::rcode::badvers) ==

@@ -1,7 +1,7 @@
-#include "record/log_reader.hpp"
 #include "evidence/suggest.hpp"
 #include "policy/config.hpp"
 #include "policy/snapshot.hpp"
+#include "record/log_reader.hpp"
 #include "unit/evidence/scripted_log.hpp"
 
 #include <doctest/doctest.h>
@@ -114,9 +114,9 @@ TEST_CASE("three names under one suffix become *.suffix, said in a comment") {
 
 TEST_CASE("collapsing is conservative") {
   SUBCASE("two names stay two") {
-    const auto yaml = render_yaml(
-        suggest(events_of("s", connect("a.acme.example", "203.0.113.1:443") + connect("b.acme.example", "203.0.113.2:443"))),
-        "l");
+    const auto yaml = render_yaml(suggest(events_of("s", connect("a.acme.example", "203.0.113.1:443") +
+                                                             connect("b.acme.example", "203.0.113.2:443"))),
+                                  "l");
     CHECK(!has(yaml, "*."));
   }
   SUBCASE("never under shared hosting, where anyone can have a name") {
@@ -127,15 +127,16 @@ TEST_CASE("collapsing is conservative") {
     CHECK(!has(yaml, "*."));
   }
   SUBCASE("never to a public suffix such as co.uk") {
-    const auto yaml = render_yaml(suggest(events_of("s", connect("a.co.uk", "203.0.113.1:443") +
-                                                             connect("b.co.uk", "203.0.113.2:443") +
-                                                             connect("c.co.uk", "203.0.113.3:443"))),
-                                  "l");
+    const auto yaml = render_yaml(
+        suggest(events_of("s", connect("a.co.uk", "203.0.113.1:443") + connect("b.co.uk", "203.0.113.2:443") +
+                                   connect("c.co.uk", "203.0.113.3:443"))),
+        "l");
     CHECK(!has(yaml, "*."));
   }
   SUBCASE("never over a name that was left out") {
     const auto yaml = render_yaml(
-        suggest(events_of("s", connect("a.acme.example", "203.0.113.1:443") + connect("b.acme.example", "203.0.113.2:443") +
+        suggest(events_of("s", connect("a.acme.example", "203.0.113.1:443") +
+                                   connect("b.acme.example", "203.0.113.2:443") +
                                    connect("c.acme.example", "203.0.113.3:443") +
                                    connect("db.acme.example", "203.0.113.4:443", "deny", "private_address"))),
         "l");
@@ -143,19 +144,19 @@ TEST_CASE("collapsing is conservative") {
     CHECK(has(yaml, "#   db.acme.example (private_address"));
   }
   SUBCASE("a registrable name under a two-letter country code collapses") {
-    const auto yaml = render_yaml(suggest(events_of("s", connect("a.shop.co.uk", "203.0.113.1:443") +
-                                                             connect("b.shop.co.uk", "203.0.113.2:443") +
-                                                             connect("c.shop.co.uk", "203.0.113.3:443"))),
-                                  "l");
+    const auto yaml = render_yaml(
+        suggest(events_of("s", connect("a.shop.co.uk", "203.0.113.1:443") + connect("b.shop.co.uk", "203.0.113.2:443") +
+                                   connect("c.shop.co.uk", "203.0.113.3:443"))),
+        "l");
     CHECK(has(yaml, "- host: \"*.shop.co.uk\""));
   }
 }
 
 TEST_CASE("a family host on a port the family does not give stays an entry for that port") {
-  const auto yaml = render_yaml(suggest(events_of("s", connect("registry.npmjs.org", "104.16.24.34:443", "allow", "host_allowed") +
-                                                           connect("registry.npmjs.org", "104.16.24.34:8080", "deny",
-                                                                   "port_not_allowed"))),
-                                "l");
+  const auto yaml = render_yaml(
+      suggest(events_of("s", connect("registry.npmjs.org", "104.16.24.34:443", "allow", "host_allowed") +
+                                 connect("registry.npmjs.org", "104.16.24.34:8080", "deny", "port_not_allowed"))),
+      "l");
   INFO(yaml);
   CHECK(has(yaml, "include: [npm]\n"));
   CHECK(has(yaml, "      - host: registry.npmjs.org\n        ports: [8080]\n"));
@@ -168,7 +169,8 @@ TEST_CASE("connections without a name: named by the session's DNS answer, or lef
   const std::string log =
       R"({"ts":"2026-12-02T10:00:00.000000Z","event":"dns","session":"s","name":"git.acme.example","verdict":"audit-deny","reason":"host_not_allowed","rule":"default","qtype":"A","rcode":"NOERROR","answers":["203.0.113.9"]})"
       "\n" +
-      connect("", "203.0.113.9:22", "audit-deny", "no_name") + connect("", "198.51.100.77:443", "audit-deny", "no_name");
+      connect("", "203.0.113.9:22", "audit-deny", "no_name") +
+      connect("", "198.51.100.77:443", "audit-deny", "no_name");
   const auto yaml = render_yaml(suggest(events_of("s", log)), "l");
   INFO(yaml);
   CHECK(has(yaml, "      - host: git.acme.example\n        ports: [22]\n"));
@@ -182,7 +184,8 @@ TEST_CASE("reasons a policy cannot fix are not suggested, unless the name was ne
       "\n"
       R"({"ts":"2026-12-02T10:00:00.000000Z","event":"dns","session":"s","name":"a.acme.example","verdict":"deny","reason":"dns_type_refused","rule":"default","qtype":"TXT","rcode":"REFUSED","answers":[]})"
       "\n" +
-      connect("a.acme.example", "203.0.113.1:443") + connect("gist.github.com", "203.0.113.2:443", "deny", "host_denied") +
+      connect("a.acme.example", "203.0.113.1:443") +
+      connect("gist.github.com", "203.0.113.2:443", "deny", "host_denied") +
       connect("bad..name", "203.0.113.3:443", "deny", "invalid_name");
   const auto yaml = render_yaml(suggest(events_of("s", log)), "l");
   INFO(yaml);
@@ -194,7 +197,8 @@ TEST_CASE("reasons a policy cannot fix are not suggested, unless the name was ne
 }
 
 TEST_CASE("nothing to suggest still loads") {
-  const auto yaml = render_yaml(suggest(events_of("s", connect("dns.google", "8.8.8.8:443", "deny", "host_denied"))), "l");
+  const auto yaml = render_yaml(suggest(events_of("s", connect("dns.google", "8.8.8.8:443", "deny", "host_denied"))),
+                                "l");
   INFO(yaml);
   CHECK(has(yaml, "    allow: []\n"));
   const auto snap = load(yaml);

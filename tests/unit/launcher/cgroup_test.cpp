@@ -25,11 +25,10 @@ cgroup_host unified() {
 // memory, pids and cpu on v1, airlock itself in a nested memory cgroup.
 cgroup_host hybrid() {
   cgroup_host h;
-  h.mountinfo =
-      "25 24 0:23 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup rw\n"
-      "26 24 0:24 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-      "29 24 0:27 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
-      "33 24 0:31 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n";
+  h.mountinfo = "25 24 0:23 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup rw\n"
+                "26 24 0:24 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+                "29 24 0:27 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+                "33 24 0:31 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n";
   h.own_cgroups = "8:pids:/\n4:memory:/jobs/42\n1:cpu:/\n0::/\n";
   h.read = [](const std::filesystem::path& p) {
     return p == "/sys/fs/cgroup/unified/cgroup.controllers" ? std::string("hugetlb\n") : std::string();

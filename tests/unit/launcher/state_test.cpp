@@ -1,6 +1,6 @@
-#include "launcher/state.hpp"
 #include "launcher/attach.hpp"
 #include "launcher/gc.hpp"
+#include "launcher/state.hpp"
 
 #include <doctest/doctest.h>
 

@@ -88,9 +88,8 @@ TEST_CASE("all errors of a file are reported, not just the first") {
   auto r = load_config_text("version: 1\npolicies:\n  p:\n    mode: enforcing\n    allow:\n      - host: a..b\n",
                             "f.yaml");
   REQUIRE_FALSE(r.has_value());
-  CHECK(joined(r.error()) ==
-        "f.yaml:4:11: policies.p.mode: 'enforcing'; expected 'enforce' or 'audit'\n"
-        "f.yaml:6:15: policies.p.allow[0].host: 'a..b': empty label\n");
+  CHECK(joined(r.error()) == "f.yaml:4:11: policies.p.mode: 'enforcing'; expected 'enforce' or 'audit'\n"
+                             "f.yaml:6:15: policies.p.allow[0].host: 'a..b': empty label\n");
 }
 
 TEST_CASE("listen, upstream and sessions are read") {

@@ -72,11 +72,17 @@ TEST_CASE("credentials load and the longest path prefix wins") {
   const auto v2 = d.add("v2", "Bearer v2-only");
   const auto pkg = d.add("pkg", "token pkg\r\n");
   const auto git = d.add("git", "Basic Z2l0\n", 0400);
-  auto r = load_config_text(std::string(base) + "      - {host: api.example.com, header: Authorization, secret_file: " +
-                                whole + "}\n      - {host: API.example.com., path: /v2/, header: Authorization, "
-                                        "secret_file: " + v2 + "}\n      - {host: a.pkg.example, header: X-Api-Key, "
-                                        "secret_file: " + pkg + "}\n      - {host: git7.example.org, header: "
-                                        "Authorization, secret_file: " + git + "}\n",
+  auto r = load_config_text(std::string(base) +
+                                "      - {host: api.example.com, header: Authorization, secret_file: " + whole +
+                                "}\n      - {host: API.example.com., path: /v2/, header: Authorization, "
+                                "secret_file: " +
+                                v2 +
+                                "}\n      - {host: a.pkg.example, header: X-Api-Key, "
+                                "secret_file: " +
+                                pkg +
+                                "}\n      - {host: git7.example.org, header: "
+                                "Authorization, secret_file: " +
+                                git + "}\n",
                             "c.yaml");
   REQUIRE_MESSAGE(r.has_value(), errors_of(r));
   REQUIRE(r->policies.at(0).credentials.size() == 4);
@@ -111,7 +117,8 @@ TEST_CASE("credentials load and the longest path prefix wins") {
 TEST_CASE("a changed secret file path or header changes the version; the secret does not") {
   secret_dir d;
   const auto a = d.add("a", "one");
-  const auto text = std::string(base) + "      - {host: api.example.com, header: Authorization, secret_file: " + a + "}\n";
+  const auto text = std::string(base) + "      - {host: api.example.com, header: Authorization, secret_file: " + a +
+                    "}\n";
   auto first = *snapshot::compile(*load_config_text(text, "c.yaml"));
   d.add("a", "two");
   auto second = *snapshot::compile(*load_config_text(text, "c.yaml"));
@@ -154,8 +161,15 @@ TEST_CASE("credential errors: each says what is wrong, where, and never the secr
       - {host: api.example.com, header: Authorization, secret_file: OK}
       - {host: api.example.com, path: /, header: X-Other, secret_file: OK}
 )";
-  for (auto [key, path] : {std::pair<const char*, std::string>{"READABLE", readable}, {"GROUP", group}, {"EMPTY", empty},
-                           {"LINES", lines}, {"CR", cr}, {"NUL", nul}, {"CTL", ctl}, {"BIG", big}, {"DIR", d.dir.string()},
+  for (auto [key, path] : {std::pair<const char*, std::string>{"READABLE", readable},
+                           {"GROUP", group},
+                           {"EMPTY", empty},
+                           {"LINES", lines},
+                           {"CR", cr},
+                           {"NUL", nul},
+                           {"CTL", ctl},
+                           {"BIG", big},
+                           {"DIR", d.dir.string()},
                            {"OK", ok}})
     entries = replace_all(entries, key, path);
   auto r = load_config_text(std::string(base) + entries, "c.yaml");

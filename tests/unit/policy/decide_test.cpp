@@ -364,7 +364,8 @@ policies:
         ports: [5432]
 )");
   const auto& p = *snap->find_policy("p");
-  const own_addresses own({*cidr::parse("203.0.113.1/32"), *cidr::parse("198.51.100.0/30"), *cidr::parse("2001:db8::1")});
+  const own_addresses own(
+      {*cidr::parse("203.0.113.1/32"), *cidr::parse("198.51.100.0/30"), *cidr::parse("2001:db8::1")});
   CHECK(own.contains(ip("203.0.113.1")));
   CHECK(own.contains(ip("::ffff:203.0.113.1")));
   CHECK(own.contains(ip("198.51.100.3")));

@@ -66,7 +66,7 @@ TEST_CASE("request targets: origin-form only, and every way to blur a path is re
       {"/", target_shape::plain, "/"},
       {"/v1/x?q=1&r=/../", target_shape::plain, "/v1/x"},  // the query is not the path
       {"/a%20b/%41", target_shape::plain, "/a%20b/%41"},
-      {"/a.b/c..d", target_shape::ambiguous, nullptr},     // ".." anywhere, even inside a segment
+      {"/a.b/c..d", target_shape::ambiguous, nullptr},  // ".." anywhere, even inside a segment
       {"/.well-known/x", target_shape::plain, "/.well-known/x"},
       {"/v1/../admin", target_shape::ambiguous, nullptr},
       {"/v1/./x", target_shape::ambiguous, nullptr},
@@ -263,9 +263,8 @@ policies:
   REQUIRE_FALSE(r.has_value());
   std::string all;
   for (const auto& e : r.error()) all += e.to_string() + "\n";
-  CHECK(all ==
-        "f.yaml:8:16: policies.p.allow[0].paths: airlock sees a request's method and path only inside TLS it "
-        "terminates; add 'inspect: true' to this rule\n"
-        "f.yaml:11:18: policies.p.allow[1].methods: airlock sees a request's method and path only inside TLS it "
-        "terminates; add 'inspect: true' to this rule\n");
+  CHECK(all == "f.yaml:8:16: policies.p.allow[0].paths: airlock sees a request's method and path only inside TLS it "
+               "terminates; add 'inspect: true' to this rule\n"
+               "f.yaml:11:18: policies.p.allow[1].methods: airlock sees a request's method and path only inside TLS it "
+               "terminates; add 'inspect: true' to this rule\n");
 }

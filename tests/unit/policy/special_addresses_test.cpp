@@ -127,7 +127,7 @@ TEST_CASE("the rest of IANA's IPv6 special-purpose registry") {
   CHECK(of("2001:30::1") == address_class::global);
   CHECK(of("100::1") == address_class::reserved);  // discard-only
   CHECK(of("100:0:0:1::1") == address_class::global);
-  CHECK(of("5f00::1") == address_class::reserved);  // SRv6 SIDs
+  CHECK(of("5f00::1") == address_class::reserved);    // SRv6 SIDs
   CHECK(of("2001:db8::1") == address_class::global);  // documentation: the test "internet"
   CHECK(of("::ffff:198.18.0.1") == address_class::benchmarking);
   CHECK(of("::ffff:168.63.129.16") == address_class::metadata);

@@ -39,12 +39,8 @@ bytes u8len(const bytes& b) { return with_length(b, 1); }
 bytes u16len(const bytes& b) { return with_length(b, 2); }
 bytes u24len(const bytes& b) { return with_length(b, 3); }
 
-bytes extension(unsigned type, const bytes& body) {
-  return cat({raw({type >> 8, type & 0xff}), u16len(body)});
-}
-bytes sni(std::string_view name) {
-  return extension(0, u16len(cat({raw({0}), u16len(text(name))})));
-}
+bytes extension(unsigned type, const bytes& body) { return cat({raw({type >> 8, type & 0xff}), u16len(body)}); }
+bytes sni(std::string_view name) { return extension(0, u16len(cat({raw({0}), u16len(text(name))}))); }
 bytes alpn(std::initializer_list<std::string_view> names) {
   bytes list;
   for (const auto n : names) list = cat({list, u8len(text(n))});
@@ -53,13 +49,10 @@ bytes alpn(std::initializer_list<std::string_view> names) {
 
 // version, random, empty session_id, one suite, null compression: everything before extensions.
 bytes body_start() {
-  return cat({raw({3, 3}), bytes(32, std::byte{0xaa}), raw({0}), u16len(raw({0x13, 0x01})),
-              u8len(raw({0}))});
+  return cat({raw({3, 3}), bytes(32, std::byte{0xaa}), raw({0}), u16len(raw({0x13, 0x01})), u8len(raw({0}))});
 }
 bytes handshake(const bytes& body, unsigned type = 1) { return cat({raw({type}), u24len(body)}); }
-bytes record(const bytes& fragment, unsigned type = 22) {
-  return cat({raw({type, 3, 1}), u16len(fragment)});
-}
+bytes record(const bytes& fragment, unsigned type = 22) { return cat({raw({type, 3, 1}), u16len(fragment)}); }
 bytes hello(std::initializer_list<bytes> extensions) {
   bytes block;
   for (const auto& e : extensions) block = cat({block, e});
@@ -70,8 +63,7 @@ bytes hello(std::initializer_list<bytes> extensions) {
 bytes reframe(const bytes& message, std::size_t per_record) {
   bytes out;
   for (std::size_t i = 0; i < message.size(); i += per_record) {
-    const auto end =
-        message.begin() + static_cast<std::ptrdiff_t>(std::min(message.size(), i + per_record));
+    const auto end = message.begin() + static_cast<std::ptrdiff_t>(std::min(message.size(), i + per_record));
     out = cat({out, record(bytes(message.begin() + static_cast<std::ptrdiff_t>(i), end))});
   }
   return out;
@@ -99,8 +91,7 @@ void require_found(const bytes& input, F check, std::size_t max_size = ch::defau
 }
 
 // The whole input fails with `why`; no prefix may be found or not_tls, only need_more or `why`.
-void require_failed(const bytes& input, ch::error why,
-                    std::size_t max_size = ch::default_max_size) {
+void require_failed(const bytes& input, ch::error why, std::size_t max_size = ch::default_max_size) {
   for_each_split(input, [&](std::span<const std::byte> prefix) {
     INFO("prefix " << prefix.size() << " of " << input.size());
     const auto r = ch::parse(prefix, max_size);
@@ -124,8 +115,7 @@ struct openssl_options {
 
 // The first flight of a real OpenSSL client, which stops at WANT_READ waiting for the server.
 bytes openssl_client_hello(const openssl_options& o) {
-  const std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx{SSL_CTX_new(TLS_client_method()),
-                                                              SSL_CTX_free};
+  const std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx{SSL_CTX_new(TLS_client_method()), SSL_CTX_free};
   REQUIRE(ctx);
   if (o.tls12_only) REQUIRE(SSL_CTX_set_max_proto_version(ctx.get(), TLS1_2_VERSION) == 1);
   const std::unique_ptr<SSL, decltype(&SSL_free)> ssl{SSL_new(ctx.get()), SSL_free};
@@ -148,8 +138,7 @@ bytes openssl_client_hello(const openssl_options& o) {
   bytes out(BIO_ctrl_pending(wbio));
   REQUIRE(BIO_read(wbio, out.data(), static_cast<int>(out.size())) == static_cast<int>(out.size()));
   // Tests below take the message as everything after one record header.
-  REQUIRE(out.size() ==
-          5 + std::to_integer<std::size_t>(out[3]) * 256 + std::to_integer<std::size_t>(out[4]));
+  REQUIRE(out.size() == 5 + std::to_integer<std::size_t>(out[3]) * 256 + std::to_integer<std::size_t>(out[4]));
   return out;
 }
 
@@ -232,19 +221,16 @@ TEST_SUITE("client_hello") {
       });
     }
     SUBCASE("GREASE extensions and cipher suites are tolerated") {
-      const auto body = cat({raw({3, 3}), bytes(32, std::byte{1}), raw({0}),
-                             u16len(raw({0x0a, 0x0a, 0x13, 0x01})), u8len(raw({0})),
-                             u16len(cat({extension(0x1a1a, {}), sni("grease.example"),
-                                         extension(0xfafa, raw({0}))}))});
-      require_found(record(handshake(body)),
-                    [](const ch::found& f) { CHECK(f.sni == "grease.example"); });
+      const auto body = cat({raw({3, 3}), bytes(32, std::byte{1}), raw({0}), u16len(raw({0x0a, 0x0a, 0x13, 0x01})),
+                             u8len(raw({0})),
+                             u16len(cat({extension(0x1a1a, {}), sni("grease.example"), extension(0xfafa, raw({0}))}))});
+      require_found(record(handshake(body)), [](const ch::found& f) { CHECK(f.sni == "grease.example"); });
     }
     SUBCASE("ECH marks the name as the outer one") {
-      require_found(hello({sni("public.example"), extension(0xfe0d, raw({0, 1, 2, 3}))}),
-                    [](const ch::found& f) {
-                      CHECK(f.ech);
-                      CHECK(f.sni == "public.example");
-                    });
+      require_found(hello({sni("public.example"), extension(0xfe0d, raw({0, 1, 2, 3}))}), [](const ch::found& f) {
+        CHECK(f.ech);
+        CHECK(f.sni == "public.example");
+      });
     }
     SUBCASE("the name is returned raw, even with a NUL inside") {
       require_found(hello({sni(std::string_view{"a\0b.example", 11})}), [](const ch::found& f) {
@@ -259,45 +245,36 @@ TEST_SUITE("client_hello") {
     const auto null_compression = u8len(raw({0}));
     SUBCASE("session_id length 0xFF fails before the rest arrives") {
       const auto start = cat({raw({3, 3}), random, raw({0xff})});
-      require_failed(record(handshake(cat({start, bytes(300, std::byte{0})}))),
-                     ch::error::malformed);
+      require_failed(record(handshake(cat({start, bytes(300, std::byte{0})}))), ch::error::malformed);
       const auto early = cat({raw({22, 3, 1, 1, 0x40, 1, 0, 1, 0x3c}), start});
       require_failed(early, ch::error::malformed);
     }
     SUBCASE("odd cipher_suites") {
-      require_failed(record(handshake(cat(
-                         {raw({3, 3}), random, raw({0, 0, 3, 0x13, 1, 0x13}), null_compression}))),
+      require_failed(record(handshake(cat({raw({3, 3}), random, raw({0, 0, 3, 0x13, 1, 0x13}), null_compression}))),
                      ch::error::malformed);
     }
     SUBCASE("empty cipher_suites") {
-      require_failed(
-          record(handshake(cat({raw({3, 3}), random, raw({0, 0, 0}), null_compression}))),
-          ch::error::malformed);
+      require_failed(record(handshake(cat({raw({3, 3}), random, raw({0, 0, 0}), null_compression}))),
+                     ch::error::malformed);
     }
     SUBCASE("cipher_suites longer than the message") {
-      require_failed(record(handshake(cat(
-                         {raw({3, 3}), random, raw({0, 0x10, 0}), bytes(64, std::byte{0x13})}))),
+      require_failed(record(handshake(cat({raw({3, 3}), random, raw({0, 0x10, 0}), bytes(64, std::byte{0x13})}))),
                      ch::error::malformed);
     }
     SUBCASE("no compression method") {
-      require_failed(record(handshake(cat({raw({3, 3}), random, raw({0}), suites, raw({0})}))),
-                     ch::error::malformed);
+      require_failed(record(handshake(cat({raw({3, 3}), random, raw({0}), suites, raw({0})}))), ch::error::malformed);
     }
     SUBCASE("extensions total larger than the sum") {
-      require_failed(record(handshake(cat({body_start(), raw({0, 30}), sni("a.example")}))),
-                     ch::error::malformed);
+      require_failed(record(handshake(cat({body_start(), raw({0, 30}), sni("a.example")}))), ch::error::malformed);
     }
     SUBCASE("extensions total smaller than the sum") {
-      require_failed(record(handshake(cat({body_start(), raw({0, 4}), sni("a.example")}))),
-                     ch::error::malformed);
+      require_failed(record(handshake(cat({body_start(), raw({0, 4}), sni("a.example")}))), ch::error::malformed);
     }
     SUBCASE("zero-length extensions block followed by garbage") {
-      require_failed(record(handshake(cat({body_start(), raw({0, 0}), text("garbage")}))),
-                     ch::error::malformed);
+      require_failed(record(handshake(cat({body_start(), raw({0, 0}), text("garbage")}))), ch::error::malformed);
     }
     SUBCASE("an extension longer than the block") {
-      require_failed(record(handshake(cat({body_start(), u16len(raw({0, 0x17, 0, 9, 0}))}))),
-                     ch::error::malformed);
+      require_failed(record(handshake(cat({body_start(), u16len(raw({0, 0x17, 0, 9, 0}))}))), ch::error::malformed);
     }
     SUBCASE("server_name_list_length 0xFFFF with 16 bytes of data") {
       const auto list = cat({raw({0xff, 0xff, 0, 0, 13}), text("a.example.com")});
@@ -308,9 +285,8 @@ TEST_SUITE("client_hello") {
       require_failed(hello({extension(0, list), alpn({"h2"})}), ch::error::malformed);
     }
     SUBCASE("legacy_version major other than 3") {
-      require_failed(
-          record(handshake(cat({raw({2, 0}), random, raw({0}), suites, null_compression}))),
-          ch::error::malformed);
+      require_failed(record(handshake(cat({raw({2, 0}), random, raw({0}), suites, null_compression}))),
+                     ch::error::malformed);
     }
     SUBCASE("ALPN: empty list, empty name, list length mismatch, twice") {
       require_failed(hello({extension(16, raw({0, 0}))}), ch::error::malformed);
@@ -330,13 +306,10 @@ TEST_SUITE("client_hello") {
                      ch::error::malformed);
     }
     SUBCASE("name_type other than host_name") {
-      require_failed(hello({extension(0, u16len(cat({raw({1}), u16len(text("a.example"))})))}),
-                     ch::error::malformed);
+      require_failed(hello({extension(0, u16len(cat({raw({1}), u16len(text("a.example"))})))}), ch::error::malformed);
     }
     SUBCASE("empty name") { require_failed(hello({sni("")}), ch::error::malformed); }
-    SUBCASE("empty server_name extension") {
-      require_failed(hello({extension(0, {})}), ch::error::malformed);
-    }
+    SUBCASE("empty server_name extension") { require_failed(hello({extension(0, {})}), ch::error::malformed); }
     SUBCASE("no SNI at all is found, without a name") {
       require_found(hello({alpn({"h2"})}), [](const ch::found& f) {
         CHECK_FALSE(f.has_sni);
@@ -347,8 +320,7 @@ TEST_SUITE("client_hello") {
 
   TEST_CASE("A3: records and handshakes over the limits") {
     SUBCASE("record longer than 2^14 is refused from its header") {
-      CHECK(std::get<ch::failed>(ch::parse(raw({22, 3, 1, 0x40, 0x01}))).why ==
-            ch::error::malformed);
+      CHECK(std::get<ch::failed>(ch::parse(raw({22, 3, 1, 0x40, 0x01}))).why == ch::error::malformed);
       CHECK(std::holds_alternative<ch::need_more>(ch::parse(raw({22, 3, 1, 0x40, 0x00}))));
     }
     SUBCASE("handshake longer than the cap is too_large before its bytes arrive") {
@@ -371,8 +343,7 @@ TEST_SUITE("client_hello") {
     const bytes head(message.begin(), message.begin() + 50);
     const bytes tail(message.begin() + 50, message.end());
     SUBCASE("application data between fragments") {
-      require_failed(cat({record(head), record(text("x"), 23), record(tail)}),
-                     ch::error::malformed);
+      require_failed(cat({record(head), record(text("x"), 23), record(tail)}), ch::error::malformed);
     }
     SUBCASE("change_cipher_spec between fragments") {
       require_failed(cat({record(head), record(raw({1}), 20), record(tail)}), ch::error::malformed);
@@ -386,8 +357,7 @@ TEST_SUITE("client_hello") {
   }
 
   TEST_CASE("A8: bytes that are not TLS") {
-    for (const std::string_view s :
-         {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "SSH-2.0-OpenSSH_9.2\r\n", "\x15\x03\x01"}) {
+    for (const std::string_view s : {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "SSH-2.0-OpenSSH_9.2\r\n", "\x15\x03\x01"}) {
       INFO(s);
       CHECK(std::holds_alternative<ch::not_tls>(ch::parse(text(s))));
       CHECK(std::holds_alternative<ch::not_tls>(ch::parse(text(s.substr(0, 1)))));

@@ -29,8 +29,8 @@ std::vector<std::byte> hello_in_records(std::size_t per_record) {
   std::string out;
   for (std::size_t i = 0; i < message.size(); i += per_record) {
     const auto part = message.substr(i, per_record);
-    out += std::string("\x16\x03\x01", 3) + static_cast<char>(part.size() >> 8) + static_cast<char>(part.size() & 0xff) +
-           part;
+    out += std::string("\x16\x03\x01", 3) + static_cast<char>(part.size() >> 8) +
+           static_cast<char>(part.size() & 0xff) + part;
   }
   return bytes_of(out);
 }
@@ -62,7 +62,8 @@ TEST_CASE("a ClientHello dribbled byte by byte is parsed a logarithmic number of
 }
 
 TEST_CASE("an HTTP head dribbled byte by byte is parsed at CRLFCRLF, not per byte") {
-  const auto head = bytes_of("GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: " + std::string(2000, 'x') + "\r\n\r\n");
+  const auto head = bytes_of("GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: " + std::string(2000, 'x') +
+                             "\r\n\r\n");
   REQUIRE(std::holds_alternative<http_head::request>(http_head::parse(head)));
   const auto [parses, at_end] = dribble(head);
   CHECK(at_end);

@@ -9,9 +9,7 @@ namespace hh = airlock::proxy::http_head;
 
 namespace {
 
-std::span<const std::byte> as_bytes(std::string_view s) {
-  return std::as_bytes(std::span{s.data(), s.size()});
-}
+std::span<const std::byte> as_bytes(std::string_view s) { return std::as_bytes(std::span{s.data(), s.size()}); }
 
 hh::result parse(std::string_view s, std::size_t max_size = hh::default_max_size) {
   return hh::parse(as_bytes(s), max_size);
@@ -60,8 +58,7 @@ void require_failed(std::string_view input, hh::error why) {
 
 TEST_SUITE("http_head") {
   TEST_CASE("origin-form with Host, at every split point") {
-    const std::string_view head =
-        "GET /index.html?q=1 HTTP/1.1\r\nHost: Example.COM\r\nAccept: */*\r\n\r\n";
+    const std::string_view head = "GET /index.html?q=1 HTTP/1.1\r\nHost: Example.COM\r\nAccept: */*\r\n\r\n";
     const auto r = require_request(head);
     CHECK(r.method == "GET");
     CHECK(r.target == "/index.html?q=1");
@@ -72,8 +69,7 @@ TEST_SUITE("http_head") {
   }
 
   TEST_CASE("a body after the head is not part of it") {
-    const std::string head =
-        "POST /upload HTTP/1.1\r\nHost: example.com:8080\r\nContent-Length: 5\r\n\r\n";
+    const std::string head = "POST /upload HTTP/1.1\r\nHost: example.com:8080\r\nContent-Length: 5\r\n\r\n";
     const auto r = require_request(head + "hello");
     CHECK(r.host == "example.com");
     CHECK(r.port == 8080);
@@ -93,19 +89,15 @@ TEST_SUITE("http_head") {
       CHECK(r.host == "::1");
       CHECK(r.port == 65535);
     }
-    SUBCASE("OPTIONS *") {
-      CHECK(require_request("OPTIONS * HTTP/1.1\r\nHost: a.example\r\n\r\n").target == "*");
-    }
+    SUBCASE("OPTIONS *") { CHECK(require_request("OPTIONS * HTTP/1.1\r\nHost: a.example\r\n\r\n").target == "*"); }
   }
 
   TEST_CASE("bad ports, userinfo and odd hosts are malformed") {
     for (const std::string_view host :
-         {"a.example:0", "a.example:65536", "a.example:80a", "a.example:", "a.example:+80",
-          "a.example:080080", "user@a.example", "[::1", "[::1]x", "[]", "[v1.x]", "a b", "a/b",
-          "a:1:2", "%zz.example"}) {
+         {"a.example:0", "a.example:65536", "a.example:80a", "a.example:", "a.example:+80", "a.example:080080",
+          "user@a.example", "[::1", "[::1]x", "[]", "[v1.x]", "a b", "a/b", "a:1:2", "%zz.example"}) {
       INFO(host);
-      require_failed("GET / HTTP/1.1\r\nHost: " + std::string{host} + "\r\n\r\n",
-                     hh::error::malformed);
+      require_failed("GET / HTTP/1.1\r\nHost: " + std::string{host} + "\r\n\r\n", hh::error::malformed);
     }
   }
 
@@ -117,12 +109,9 @@ TEST_SUITE("http_head") {
   }
 
   TEST_CASE("duplicate Host is refused even when equal") {
-    require_failed("GET / HTTP/1.1\r\nHost: a.example\r\nHost: a.example\r\n\r\n",
-                   hh::error::conflicting_host);
-    require_failed("GET / HTTP/1.1\r\nHost: a.example\r\nhOsT: b.example\r\n\r\n",
-                   hh::error::conflicting_host);
-    require_failed("CONNECT a.example:443 HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
-                   hh::error::conflicting_host);
+    require_failed("GET / HTTP/1.1\r\nHost: a.example\r\nHost: a.example\r\n\r\n", hh::error::conflicting_host);
+    require_failed("GET / HTTP/1.1\r\nHost: a.example\r\nhOsT: b.example\r\n\r\n", hh::error::conflicting_host);
+    require_failed("CONNECT a.example:443 HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", hh::error::conflicting_host);
   }
 
   TEST_CASE("absolute-form") {
@@ -140,30 +129,20 @@ TEST_SUITE("http_head") {
       CHECK(r.absolute_form);
     }
     SUBCASE("with an agreeing Host") {
-      CHECK(require_request("GET http://a.example/ HTTP/1.1\r\nHost: A.EXAMPLE\r\n\r\n").host ==
-            "a.example");
-      CHECK_FALSE(require_request("GET http://a.example/ HTTP/1.1\r\nHost: a.example:80\r\n\r\n")
-                      .port.has_value());
-      CHECK(require_request("GET http://a.example:80/ HTTP/1.1\r\nHost: a.example\r\n\r\n").port ==
-            80);
-      CHECK(
-          require_request("GET https://a.example:443/ HTTP/1.1\r\nHost: a.example\r\n\r\n").port ==
-          443);
+      CHECK(require_request("GET http://a.example/ HTTP/1.1\r\nHost: A.EXAMPLE\r\n\r\n").host == "a.example");
+      CHECK_FALSE(require_request("GET http://a.example/ HTTP/1.1\r\nHost: a.example:80\r\n\r\n").port.has_value());
+      CHECK(require_request("GET http://a.example:80/ HTTP/1.1\r\nHost: a.example\r\n\r\n").port == 80);
+      CHECK(require_request("GET https://a.example:443/ HTTP/1.1\r\nHost: a.example\r\n\r\n").port == 443);
     }
     SUBCASE("with a disagreeing Host") {
-      require_failed("GET http://a.example/ HTTP/1.1\r\nHost: b.example\r\n\r\n",
-                     hh::error::conflicting_host);
-      require_failed("GET http://a.example/ HTTP/1.1\r\nHost: a.example:8080\r\n\r\n",
-                     hh::error::conflicting_host);
-      require_failed("GET https://a.example/ HTTP/1.1\r\nHost: a.example:80\r\n\r\n",
-                     hh::error::conflicting_host);
-      require_failed("GET http://a.example/ HTTP/1.1\r\nHost:\r\n\r\n",
-                     hh::error::conflicting_host);
+      require_failed("GET http://a.example/ HTTP/1.1\r\nHost: b.example\r\n\r\n", hh::error::conflicting_host);
+      require_failed("GET http://a.example/ HTTP/1.1\r\nHost: a.example:8080\r\n\r\n", hh::error::conflicting_host);
+      require_failed("GET https://a.example/ HTTP/1.1\r\nHost: a.example:80\r\n\r\n", hh::error::conflicting_host);
+      require_failed("GET http://a.example/ HTTP/1.1\r\nHost:\r\n\r\n", hh::error::conflicting_host);
       require_failed("GET http://a.example/ HTTP/1.1\r\nHost: a@b\r\n\r\n", hh::error::malformed);
     }
     SUBCASE("bad authorities and schemes") {
-      require_failed("GET http://allowed.example@evil.example/ HTTP/1.1\r\n\r\n",
-                     hh::error::malformed);
+      require_failed("GET http://allowed.example@evil.example/ HTTP/1.1\r\n\r\n", hh::error::malformed);
       require_failed("GET http:///path HTTP/1.1\r\n\r\n", hh::error::missing_host);
       require_failed("GET ftp://a.example/ HTTP/1.1\r\n\r\n", hh::error::malformed);
       require_failed("GET a.example/ HTTP/1.1\r\nHost: a.example\r\n\r\n", hh::error::malformed);
@@ -173,16 +152,14 @@ TEST_SUITE("http_head") {
 
   TEST_CASE("CONNECT authority-form") {
     SUBCASE("name and port") {
-      const auto r =
-          require_request("CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n");
+      const auto r = require_request("CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n");
       CHECK(r.method == "CONNECT");
       CHECK(r.host == "a.example");
       CHECK(r.port == 443);
       CHECK_FALSE(r.absolute_form);
     }
     SUBCASE("Host is not consulted") {
-      CHECK(require_request("CONNECT a.example:443 HTTP/1.1\r\nHost: b.example:1\r\n\r\n").host ==
-            "a.example");
+      CHECK(require_request("CONNECT a.example:443 HTTP/1.1\r\nHost: b.example:1\r\n\r\n").host == "a.example");
       CHECK(require_request("CONNECT a.example:443 HTTP/1.0\r\n\r\n").port == 443);
     }
     SUBCASE("IPv6") {
@@ -202,8 +179,7 @@ TEST_SUITE("http_head") {
 
   TEST_CASE("framing tricks are malformed") {
     SUBCASE("obs-fold") {
-      require_failed("GET / HTTP/1.1\r\nHost: a.example\r\n b.example\r\n\r\n",
-                     hh::error::malformed);
+      require_failed("GET / HTTP/1.1\r\nHost: a.example\r\n b.example\r\n\r\n", hh::error::malformed);
     }
     SUBCASE("whitespace before the first header") {
       require_failed("GET / HTTP/1.1\r\n\tHost: a.example\r\n\r\n", hh::error::malformed);
@@ -216,9 +192,7 @@ TEST_SUITE("http_head") {
       require_failed("GET / HTTP/1.1\r\nHost: a.example\n\r\n", hh::error::malformed);
       require_failed("GET / HTTP/1.1\r\nHost: a.example\r\n\n", hh::error::malformed);
     }
-    SUBCASE("bare CR") {
-      require_failed("GET / HTTP/1.1\r\nX: a\rb\r\nHost: a\r\n\r\n", hh::error::malformed);
-    }
+    SUBCASE("bare CR") { require_failed("GET / HTTP/1.1\r\nX: a\rb\r\nHost: a\r\n\r\n", hh::error::malformed); }
     SUBCASE("control bytes in a value, non-token name") {
       static constexpr char with_nul[] = "GET / HTTP/1.1\r\nX: a\0b\r\nHost: a\r\n\r\n";
       require_failed(std::string_view{with_nul, sizeof with_nul - 1}, hh::error::malformed);
@@ -237,9 +211,7 @@ TEST_SUITE("http_head") {
   }
 
   TEST_CASE("obs-text in an ordinary value is allowed") {
-    CHECK(
-        require_request("GET / HTTP/1.1\r\nX-Name: caf\xc3\xa9\r\nHost: a.example\r\n\r\n").host ==
-        "a.example");
+    CHECK(require_request("GET / HTTP/1.1\r\nX-Name: caf\xc3\xa9\r\nHost: a.example\r\n\r\n").host == "a.example");
   }
 
   TEST_CASE("size limit") {
@@ -249,28 +221,24 @@ TEST_SUITE("http_head") {
       const auto r = parse(std::string_view{big}.substr(0, hh::default_max_size + 1));
       REQUIRE(std::holds_alternative<hh::failed>(r));
       CHECK(std::get<hh::failed>(r).why == hh::error::too_large);
-      CHECK(std::holds_alternative<hh::need_more>(
-          parse(std::string_view{big}.substr(0, hh::default_max_size - 1))));
+      CHECK(std::holds_alternative<hh::need_more>(parse(std::string_view{big}.substr(0, hh::default_max_size - 1))));
     }
     SUBCASE("a head of exactly max_size is fine; one byte more is not") {
       const std::string head = line + "\r\n";
       CHECK(std::holds_alternative<hh::request>(parse(head, head.size())));
       CHECK(std::get<hh::failed>(parse(head, head.size() - 1)).why == hh::error::too_large);
-      CHECK(std::get<hh::failed>(parse(std::string_view{head}.substr(0, 10), 10)).why ==
-            hh::error::too_large);
+      CHECK(std::get<hh::failed>(parse(std::string_view{head}.substr(0, 10), 10)).why == hh::error::too_large);
     }
   }
 
   TEST_CASE("not HTTP, decided from the first bytes") {
-    for (const std::string_view s :
-         {"\x16\x03\x01", "SSH-2.0-OpenSSH_9.2\r\n", "get / HTTP/1.1\r\n", " GET /", "\r\nGET /",
-          "GET\t/", "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ / HTTP/1.1"}) {
+    for (const std::string_view s : {"\x16\x03\x01", "SSH-2.0-OpenSSH_9.2\r\n", "get / HTTP/1.1\r\n", " GET /",
+                                     "\r\nGET /", "GET\t/", "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ / HTTP/1.1"}) {
       INFO(s);
       CHECK(std::holds_alternative<hh::not_http>(parse(s)));
     }
     CHECK(std::holds_alternative<hh::not_http>(parse("\x16")));
-    for (const std::string_view s :
-         {"", "G", "GE", "GET", "GET ", "GET /", "GET / HTTP/1.", "GET / HTTP/1.1\r"}) {
+    for (const std::string_view s : {"", "G", "GE", "GET", "GET ", "GET /", "GET / HTTP/1.", "GET / HTTP/1.1\r"}) {
       INFO(s);
       CHECK(std::holds_alternative<hh::need_more>(parse(s)));
     }

@@ -49,7 +49,8 @@ TEST_CASE("pending handshakes count until judged") {
   CHECK(c.refused().empty());
 }
 
-TEST_CASE("a session's pending handshakes are capped on their own: one session's silent connections leave the others room") {
+TEST_CASE(
+    "a session's pending handshakes are capped on their own: one session's silent connections leave the others room") {
   limits_config l;
   l.pending_handshakes = 100;
   l.session_pending_handshakes = 2;
@@ -109,7 +110,7 @@ TEST_CASE("copies of a limiter on several threads share one session cap") {
   std::vector<std::thread> pool;
   std::vector<std::vector<std::unique_ptr<limiter::ticket>>> held(threads);
   for (int i = 0; i < threads; ++i)
-    pool.emplace_back([&, i, copy = original] () mutable {
+    pool.emplace_back([&, i, copy = original]() mutable {
       while (!go) std::this_thread::yield();
       for (int n = 0; n < per_thread; ++n) {
         auto& t = *held[static_cast<std::size_t>(i)].emplace_back(new limiter::ticket(copy.accept()));

@@ -220,8 +220,9 @@ TEST_CASE("relay: an answer that arrives with its FIN is passed on whole, then t
     co_await asio::async_write(ws.client, asio::buffer(late), nothrow);
     ws.client.shutdown(tcp::socket::shutdown_send);
   }(w, at_client));
-  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> { got = co_await read_all(ws.upstream); }(
-                  w, at_upstream));
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(ws.upstream);
+  }(w, at_upstream));
   w.io.run_for(10s);
   REQUIRE(out.totals.has_value());
   CHECK(at_client == "answer");
@@ -651,11 +652,11 @@ TEST_CASE("relay: with a gate, a large body goes up whole, and after a refused r
   const std::string post = "POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: 200000\r\n\r\n" + body;
   const std::string refused = "GET / HTTP/1.1\r\nHost: other.example\r\n\r\n";
   std::string at_client;
-  spawn(w.io, [](wiring& ws, std::string& got, const std::string& first, const std::string& second)
-                  -> asio::awaitable<void> {
-    co_await asio::async_write(ws.client, asio::buffer(first + second), nothrow);
-    got = co_await read_all(ws.client);
-  }(w, at_client, post, refused));
+  spawn(w.io,
+        [](wiring& ws, std::string& got, const std::string& first, const std::string& second) -> asio::awaitable<void> {
+          co_await asio::async_write(ws.client, asio::buffer(first + second), nothrow);
+          got = co_await read_all(ws.client);
+        }(w, at_client, post, refused));
   std::string at_upstream;
   boost::system::error_code upstream_end;
   spawn(w.io, [](wiring& ws, std::string& got, boost::system::error_code& end) -> asio::awaitable<void> {

@@ -49,8 +49,7 @@ std::string feed(request_gate& gate, std::string_view input, std::size_t piece) 
 }
 
 // The same outcome whatever the reads: every size of piece from 1 byte to all of it.
-void for_every_piece_size(std::string_view input, const std::string& passes, std::uint64_t requests,
-                          unsigned refused) {
+void for_every_piece_size(std::string_view input, const std::string& passes, std::uint64_t requests, unsigned refused) {
   for (std::size_t piece = 1; piece <= input.size(); ++piece) {
     INFO("pieces of " << piece);
     recording_judge j;
@@ -128,9 +127,8 @@ TEST_CASE("request_gate lets whole requests through, judged one by one") {
 
 TEST_CASE("request_gate holds a head back until it is judged, and nothing after a refused one goes on") {
   // A body that looks like a head for the other host is only a body.
-  const std::string smuggled_in_body =
-      "POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: " + std::to_string(get_other.size()) + "\r\n\r\n" +
-      std::string(get_other);
+  const std::string smuggled_in_body = "POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: " +
+                                       std::to_string(get_other.size()) + "\r\n\r\n" + std::string(get_other);
   for_every_piece_size(smuggled_in_body, smuggled_in_body, 1, 0);
   // A kept-alive or pipelined request for another host: refused, and what follows it too.
   const std::string pipelined = std::string(get_a) + std::string(get_other) + std::string(get_a);

@@ -33,17 +33,19 @@ TEST_CASE("a close line has every contract field, null where it does not apply")
         "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"schema\":2,\"event\":\"close\",\"session\":\"s1\",\"labels\":{},"
         "\"tool_call\":null,\"client\":\"198.51.100.2:40000\",\"name\":\"example.com\",\"dst\":\"203.0.113.66:443\","
         "\"upstream\":\"203.0.113.10:443\",\"proto\":\"tls\",\"verdict\":\"allow\",\"reason\":\"dst_mismatch\","
-        "\"rule\":\"airlock.yaml:14\",\"conn\":7,\"policy\":null,\"policy_version\":null,\"process\":null,\"bytes_up\":10,"
+        "\"rule\":\"airlock.yaml:14\",\"conn\":7,\"policy\":null,\"policy_version\":null,\"process\":null,\"bytes_up\":"
+        "10,"
         "\"bytes_down\":20,\"duration_ms\":3}\n");
 }
 
 TEST_CASE("every line names its schema, second after ts") {
-  for (auto kind : {record::event_kind::dns, record::event_kind::connect, record::event_kind::http, record::event_kind::close,
-                    record::event_kind::session}) {
+  for (auto kind : {record::event_kind::dns, record::event_kind::connect, record::event_kind::http,
+                    record::event_kind::close, record::event_kind::session}) {
     record::decision_record r;
     r.event = kind;
     const auto line = record::render_json_line(r);
-    CHECK(line.find("Z\",\"schema\":2,\"event\":\"" + std::string(record::to_string(kind)) + "\"") != std::string::npos);
+    CHECK(line.find("Z\",\"schema\":2,\"event\":\"" + std::string(record::to_string(kind)) + "\"") !=
+          std::string::npos);
   }
 }
 
@@ -72,7 +74,8 @@ TEST_CASE("labels, tool call and process are carried as given") {
   r.tool_call = "call-7";
   r.process_json = R"({"pid":42,"comm":"curl","cmdline":"curl x","chain":[]})";
   const auto line = record::render_json_line(r);
-  CHECK(line.find(R"("labels":{"repo":"acme/web","task":"fix \"quotes\""},"tool_call":"call-7",)") != std::string::npos);
+  CHECK(line.find(R"("labels":{"repo":"acme/web","task":"fix \"quotes\""},"tool_call":"call-7",)") !=
+        std::string::npos);
   CHECK(line.find(R"("process":{"pid":42,"comm":"curl","cmdline":"curl x","chain":[]},)") != std::string::npos);
 }
 
@@ -90,12 +93,13 @@ TEST_CASE("a session close line carries totals and no decision") {
   r.bytes_up = 100;
   r.bytes_down = 2000;
   r.duration_ms = 1500;
-  CHECK(record::render_json_line(r) ==
-        "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"schema\":2,\"event\":\"session\",\"session\":\"sbx-1\",\"labels\":{},"
-        "\"tool_call\":null,\"client\":null,\"name\":null,\"dst\":null,\"upstream\":null,\"proto\":null,"
-        "\"verdict\":null,\"reason\":null,\"rule\":null,\"conn\":null,\"action\":\"close\",\"policy\":\"npm\","
-        "\"mode\":null,\"sources\":[\"198.18.0.2/32\"],\"dns_queries\":3,\"connections_allowed\":2,"
-        "\"connections_denied\":1,\"bytes_up\":100,\"bytes_down\":2000,\"duration_ms\":1500}\n");
+  CHECK(
+      record::render_json_line(r) ==
+      "{\"ts\":\"2025-12-02T12:00:00.123456Z\",\"schema\":2,\"event\":\"session\",\"session\":\"sbx-1\",\"labels\":{},"
+      "\"tool_call\":null,\"client\":null,\"name\":null,\"dst\":null,\"upstream\":null,\"proto\":null,"
+      "\"verdict\":null,\"reason\":null,\"rule\":null,\"conn\":null,\"action\":\"close\",\"policy\":\"npm\","
+      "\"mode\":null,\"sources\":[\"198.18.0.2/32\"],\"dns_queries\":3,\"connections_allowed\":2,"
+      "\"connections_denied\":1,\"bytes_up\":100,\"bytes_down\":2000,\"duration_ms\":1500}\n");
 }
 
 TEST_CASE("the log writer writes every line, in order, and flushes on destruction") {
@@ -196,7 +200,8 @@ TEST_CASE("lines from several threads at once keep each thread's order; each is 
     std::vector<std::thread> loops;
     for (int t = 0; t < threads; ++t)
       loops.emplace_back([&log, t] {
-        for (int n = 0; n < each; ++n) (*log)->write("{\"t\":" + std::to_string(t) + ",\"n\":" + std::to_string(n) + "}\n");
+        for (int n = 0; n < each; ++n)
+          (*log)->write("{\"t\":" + std::to_string(t) + ",\"n\":" + std::to_string(n) + "}\n");
       });
     for (auto& l : loops) l.join();
     (*log)->flush();

@@ -61,8 +61,8 @@ TEST_CASE("what is not an event") {
   CHECK(!parse_event("garbage"));
   CHECK(!parse_event("[1,2]"));
   CHECK(!parse_event(R"({"ts":"2026-12-02T14:21:2)"));
-  CHECK(!parse_event(R"({"session":"s1"})"));      // no event
-  CHECK(!parse_event(R"({"event":7})"));           // event is not a string
+  CHECK(!parse_event(R"({"session":"s1"})"));  // no event
+  CHECK(!parse_event(R"({"event":7})"));       // event is not a string
   CHECK(parse_event(R"({"event":"something_new"})")->kind == event_kind::other);
 }
 

@@ -19,8 +19,8 @@ struct temp_file {
 };
 
 std::string line_of(std::string_view session, std::string_view name) {
-  return R"({"ts":"2026-12-02T14:21:16.000000Z","event":"dns","session":")" + std::string(session) +
-         R"(","name":")" + std::string(name) + R"("})";
+  return R"({"ts":"2026-12-02T14:21:16.000000Z","event":"dns","session":")" + std::string(session) + R"(","name":")" +
+         std::string(name) + R"("})";
 }
 
 }  // namespace
@@ -60,7 +60,8 @@ TEST_CASE("read_session: lines across block boundaries, CRLF, an over-long line,
     text += other;
     if (i % 1000 == 999) text += line_of("s1", "n" + std::to_string(i) + ".test") + "\r\n";
   }
-  text += "{\"event\":\"dns\",\"session\":\"s1\",\"name\":\"" + std::string(std::size_t{3} << 20, 'a') + "\"}\n";  // 3 MiB
+  text += "{\"event\":\"dns\",\"session\":\"s1\",\"name\":\"" + std::string(std::size_t{3} << 20, 'a') +
+          "\"}\n";                     // 3 MiB
   text += line_of("s1", "last.test");  // no newline at the end
   const temp_file f(text);
   const auto r = read_session(f.path.string(), "s1");

@@ -44,7 +44,8 @@ record::decision_record full(event_kind kind) {
   r.bytes_up = 1300;
   r.bytes_down = 3565158;
   r.duration_ms = 1250;
-  r.process_json = R"({"pid":4201,"comm":"npm","cmdline":"npm install","chain":[{"pid":4201,"comm":"npm","cmdline":"npm install"},{"pid":1,"comm":"sh","cmdline":"sh"}]})";
+  r.process_json =
+      R"({"pid":4201,"comm":"npm","cmdline":"npm install","chain":[{"pid":4201,"comm":"npm","cmdline":"npm install"},{"pid":1,"comm":"sh","cmdline":"sh"}]})";
   r.notes = {"ech", "requests:2"};
   r.action = "close";
   r.mode = "audit";

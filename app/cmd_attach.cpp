@@ -1,6 +1,7 @@
 // `airlock attach` and `airlock detach`: a namespace made by someone else, behind airlock.
 #include "app/cli.hpp"
 #include "app/launcher_flags.hpp"
+#include "base/result.hpp"
 #include "control/session_api.hpp"
 #include "launcher/attach.hpp"
 
@@ -9,7 +10,7 @@
 namespace airlock::app {
 namespace {
 
-boost::system::result<void, std::string> end_session(const std::string& control, const std::string& session) {
+base::result<void> end_session(const std::string& control, const std::string& session) {
   auto client = control::connect_control(control);
   if (!client) return client.error();
   if (auto t = (*client)->remove_session(session); !t) return t.error();

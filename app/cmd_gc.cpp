@@ -1,6 +1,7 @@
 // `airlock gc`: removes what dead `airlock run`s left behind.
 #include "app/cli.hpp"
 #include "app/launcher_flags.hpp"
+#include "base/result.hpp"
 #include "control/session_api.hpp"
 #include "launcher/gc.hpp"
 
@@ -14,8 +15,7 @@ int run_gc_command(args a) {
   const launcher::state_store store(state_dir(r));
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
   if (r.failed()) return r.usage_error();
-  auto end_session = [](const std::string& control,
-                        const std::string& session) -> boost::system::result<void, std::string> {
+  auto end_session = [](const std::string& control, const std::string& session) -> base::result<void> {
     auto client = control::connect_control(control);
     if (!client) return client.error();
     auto totals = (*client)->remove_session(session);

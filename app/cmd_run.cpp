@@ -2,6 +2,7 @@
 // embedded one) and hands over to launcher::run_sandbox.
 #include "app/cli.hpp"
 #include "app/launcher_flags.hpp"
+#include "base/result.hpp"
 #include "control/session_api.hpp"
 #include "daemon/embedded.hpp"
 #include "launcher/sandbox.hpp"
@@ -65,8 +66,7 @@ int run_run_command(args a) {
                    config->c_str());
     return launcher::daemon_link{std::move(*client), "the daemon at " + control, control};
   };
-  daemons.embedded =
-      [&](const boost::asio::ip::address_v4& gateway) -> boost::system::result<launcher::daemon_link, std::string> {
+  daemons.embedded = [&](const boost::asio::ip::address_v4& gateway) -> base::result<launcher::daemon_link> {
     daemon::embedded_options eo;
     if (config) eo.config_path = *config;
     if (log) eo.decisions_log = *log;

@@ -4,7 +4,6 @@
 // decision line is due; the lookup itself runs on the finder's thread meanwhile, so the
 // data path never waits for /proc.
 #include "attribution/finder.hpp"
-#include "record/decision.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -38,16 +37,5 @@ class probe {
   };
   std::shared_ptr<state> state_;
 };
-
-// What a decision line's guard does on its way out: hands the line to emit_with_process
-// when `p` is looking (the record is copied), emits it now otherwise. Never throws: out of
-// memory, the line goes out without its process.
-void emit_line(record::decision_sink& sink, const record::decision_record& rec, probe& p) noexcept;
-
-// Emits `rec` once `p` has answered (at most `wait`), on `ex`, without holding up the
-// caller; at once when `p` is inactive. The line is emitted exactly once, also when the
-// loop is torn down first.
-void emit_with_process(boost::asio::any_io_executor ex, record::decision_sink& sink, record::decision_record rec,
-                       probe p, std::chrono::milliseconds wait = std::chrono::milliseconds(200));
 
 }  // namespace airlock::attribution

@@ -1,7 +1,7 @@
 #include "attribution/proc_scan.hpp"
 
 #include "attribution/proc_parse.hpp"
-#include "base/unique_fd.hpp"
+#include "base/small_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -29,25 +29,6 @@ std::optional<int> as_pid(const char* name) {
   const auto [ptr, ec] = std::from_chars(name, end, pid);
   if (ec != std::errc() || ptr != end || pid <= 0) return std::nullopt;
   return pid;
-}
-
-// Up to `limit` bytes of a small /proc file; nullopt when it cannot be opened or read.
-std::optional<std::string> read_small(const std::string& file, std::size_t limit) {
-  base::unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  std::string out(limit, '\0');
-  std::size_t got = 0;
-  while (got < limit) {
-    const auto n = ::read(fd.get(), out.data() + got, limit - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  out.resize(got);
-  return out;
 }
 
 std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(std::span(s)); }
@@ -100,7 +81,7 @@ std::optional<int> scanner::socket_owner(std::uint64_t inode, const ns_id& ns) c
       }
     }
     if (!holds) continue;
-    const auto text = read_small(path(*pid, "stat"), 1024);
+    const auto text = base::read_file(path(*pid, "stat"), 1024, base::past_limit::cut);
     const auto fields = text ? parse_stat(bytes(*text)) : stat_error::bad_field;
     const std::uint64_t start = fields ? fields->start_time : 0;
     if (!best || start > best_start || (start == best_start && *pid > *best)) {
@@ -114,13 +95,13 @@ std::optional<int> scanner::socket_owner(std::uint64_t inode, const ns_id& ns) c
 std::vector<process_info> scanner::parent_chain(int pid, const ns_id& ns) const {
   std::vector<process_info> chain;
   while (pid > 1 && chain.size() < max_chain && netns_of(pid) == ns) {
-    const auto text = read_small(path(pid, "stat"), 1024);
+    const auto text = base::read_file(path(pid, "stat"), 1024, base::past_limit::cut);
     if (!text) break;
     const auto fields = parse_stat(bytes(*text));
     if (!fields || fields->pid != pid) break;
     // cmdline can be long; 4 KiB is far more than can show after escaping (see parse_cmdline)
     // but still holds the trailing NULs of any argv that fits.
-    const auto args = read_small(path(pid, "cmdline"), 4096);
+    const auto args = base::read_file(path(pid, "cmdline"), 4096, base::past_limit::cut);
     chain.push_back(process_info{pid, fields->comm, args ? parse_cmdline(bytes(*args)) : std::string()});
     // A parent already in the chain would be a pid reused mid-walk: stop rather than loop.
     for (const auto& p : chain)

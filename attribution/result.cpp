@@ -1,6 +1,6 @@
 #include "attribution/result.hpp"
 
-#include "record/decision.hpp"
+#include "base/json_string.hpp"
 
 namespace airlock::attribution {
 namespace {
@@ -9,16 +9,16 @@ void append_process(std::string& out, const process_info& p) {
   out += "\"pid\":";
   out += std::to_string(p.pid);
   out += ",\"comm\":";
-  out += record::json_quote(p.comm);
+  out += base::json_quote(p.comm);
   out += ",\"cmdline\":";
-  out += record::json_quote(p.cmdline);
+  out += base::json_quote(p.cmdline);
 }
 
 }  // namespace
 
 std::string render_process_json(const lookup_result& r) {
   if (r.chain.empty()) {
-    return "{\"unknown\":" + record::json_quote(r.unknown.empty() ? cause::lookup_failed : r.unknown) + "}";
+    return "{\"unknown\":" + base::json_quote(r.unknown.empty() ? cause::lookup_failed : r.unknown) + "}";
   }
   std::string out = "{";
   append_process(out, r.chain.front());

@@ -38,7 +38,7 @@ inline constexpr std::string_view shutting_down = "shutting down";              
 inline lookup_result unknown_result(std::string_view why) { return lookup_result{{}, std::string(why)}; }
 
 // The value of the decision line's "process" field: {"pid":..,"comm":..,"cmdline":..,"chain":[..]}
-// or {"unknown":"..."}. Strings are escaped as in the rest of the line (record::json_quote).
+// or {"unknown":"..."}. Strings are escaped as in the rest of the line (base::json_quote).
 std::string render_process_json(const lookup_result& r);
 
 }  // namespace airlock::attribution

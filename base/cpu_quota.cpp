@@ -1,20 +1,16 @@
 #include "base/cpu_quota.hpp"
 
+#include "base/small_file.hpp"
+#include "base/trim.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 
 namespace airlock::base::cpu_quota {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
-  return s;
-}
 
 std::optional<std::uint64_t> number(std::string_view s) {
   std::uint64_t v = 0;
@@ -24,7 +20,7 @@ std::optional<std::uint64_t> number(std::string_view s) {
 }
 
 std::optional<double> ratio(std::string_view quota, std::string_view period) {
-  const auto q = number(trimmed(quota)), p = number(trimmed(period));
+  const auto q = number(trim(quota)), p = number(trim(period));
   if (!q || !p || *q == 0 || *p == 0) return std::nullopt;
   return static_cast<double>(*q) / static_cast<double>(*p);
 }
@@ -46,15 +42,16 @@ std::optional<double> least_up_to(const fs::path& mount, const fs::path& own, Of
   return least;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return in ? std::string(std::istreambuf_iterator<char>(in), {}) : std::string();
+// A file that cannot be read reads as empty: no quota found there.
+std::string text_of(const fs::path& p) {
+  auto text = read_file(p);
+  return text ? std::move(*text) : std::string();
 }
 
 }  // namespace
 
 std::optional<double> cpus_of(std::string_view cpu_max) {
-  const auto line = trimmed(cpu_max);
+  const auto line = trim(cpu_max);
   const auto space = line.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
   return ratio(line.substr(0, space), line.substr(space + 1));  // "max": no number, no limit
@@ -86,8 +83,7 @@ unsigned loops_for(double cpus) {
 }
 
 std::optional<double> of_this_process() {
-  return limit(read_cgroup_layout(read_file("/proc/self/mountinfo"), read_file("/proc/self/cgroup"), read_file),
-               read_file);
+  return limit(read_cgroup_layout(text_of("/proc/self/mountinfo"), text_of("/proc/self/cgroup"), text_of), text_of);
 }
 
 }  // namespace airlock::base::cpu_quota

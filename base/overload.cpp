@@ -1,9 +1,10 @@
 #include "base/overload.hpp"
 
+#include "base/small_file.hpp"
+#include "base/trim.hpp"
+
 #include <charconv>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string_view>
 
 #include <unistd.h>
@@ -36,13 +37,9 @@ overload_level next_level(overload_level now, double pressure) noexcept {
 }
 
 std::optional<double> pressure_from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string_view t = text;
-  while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ' || t.back() == '\t'))
-    t.remove_suffix(1);
+  const auto text = read_file(path);
+  if (!text) return std::nullopt;
+  std::string_view t = trim(*text);
   const bool percent = !t.empty() && t.back() == '%';
   if (percent) t.remove_suffix(1);
   double value = 0;

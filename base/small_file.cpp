@@ -1,21 +1,54 @@
 #include "base/small_file.hpp"
 
+#include "base/errno_text.hpp"
 #include "base/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <limits>
+#include <utility>
 
 namespace airlock::base {
+
+result<std::string> read_file(int fd, std::size_t limit, past_limit past) {
+  // One byte past the limit tells a file longer than it from one of exactly `limit` bytes.
+  std::size_t want = limit;
+  if (past == past_limit::fails && limit < std::numeric_limits<std::size_t>::max()) ++want;
+  std::string out;
+  std::size_t got = 0;
+  while (got < want) {
+    if (got == out.size()) out.resize(std::min(want, std::max<std::size_t>(4096, 2 * out.size())));
+    const auto n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return result<std::string>(boost::system::in_place_error, errno_text());
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  out.resize(got);
+  if (got > limit)
+    return result<std::string>(boost::system::in_place_error, "larger than " + std::to_string(limit) + " bytes");
+  return result<std::string>(boost::system::in_place_value, std::move(out));
+}
+
+result<std::string> read_file(const std::filesystem::path& path, std::size_t limit, past_limit past) {
+  const auto failed = [&](const std::string& why) {
+    return result<std::string>(boost::system::in_place_error, "cannot read " + path.string() + ": " + why);
+  };
+  const unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return failed(errno_text());
+  auto text = read_file(fd.get(), limit, past);
+  if (!text) return failed(text.error());
+  return text;
+}
 
 std::string write_private_file(const std::filesystem::path& path, std::string_view text) {
   const auto tmp = std::filesystem::path(path.string() + ".tmp");
   auto failed = [&](const std::filesystem::path& p) {
-    const std::string why = std::strerror(errno);
+    const std::string why = errno_text();
     ::unlink(tmp.c_str());
     return "cannot write " + p.string() + ": " + why;
   };
@@ -34,22 +67,6 @@ std::string write_private_file(const std::filesystem::path& path, std::string_vi
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) return failed(path);
   return {};
-}
-
-std::string read_small_file(const std::filesystem::path& path, std::string& out, std::size_t limit) {
-  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return "cannot read " + path.string() + ": " + std::strerror(errno);
-  out.clear();
-  char buf[4096];
-  for (;;) {
-    const auto n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return "cannot read " + path.string() + ": " + std::strerror(errno);
-    if (n == 0) return {};
-    if (out.size() + static_cast<std::size_t>(n) > limit)
-      return "cannot read " + path.string() + ": larger than " + std::to_string(limit) + " bytes";
-    out.append(buf, static_cast<std::size_t>(n));
-  }
 }
 
 }  // namespace airlock::base

@@ -1,11 +1,8 @@
 #pragma once
-// A file descriptor that closes itself, and errno as text for messages: for the code that
-// talks to the kernel directly (the launcher's netlink and cgroups, the process finder).
+// A file descriptor that closes itself: for the code that talks to the kernel directly (the
+// launcher's netlink and cgroups, the process finder, whole-file reads).
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <string>
 #include <utility>
 
 namespace airlock::base {
@@ -34,7 +31,5 @@ class unique_fd {
  private:
   int fd_ = -1;
 };
-
-inline std::string errno_text(int e = errno) { return std::strerror(e); }
 
 }  // namespace airlock::base

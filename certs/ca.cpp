@@ -1,5 +1,8 @@
 #include "certs/ca.hpp"
 
+#include "base/errno_text.hpp"
+#include "base/file_mode.hpp"
+
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
@@ -11,7 +14,6 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -20,8 +22,7 @@ namespace airlock::certs {
 namespace {
 
 namespace fs = std::filesystem;
-template <class T>
-using result = boost::system::result<T, std::string>;
+using base::result;
 
 constexpr mode_t dir_mode = 0700;
 constexpr mode_t cert_mode = 0644;
@@ -31,14 +32,6 @@ constexpr long validity_days = 3652;  // ten years, counting the leap days
 constexpr long backdate_seconds = 3600;
 constexpr int serial_bits = 128;
 constexpr const char* init_hint = "create a CA with 'airlock ca init'";
-
-std::string errno_text(int err) { return std::error_code{err, std::generic_category()}.message(); }
-
-std::string octal_mode(mode_t mode) {
-  std::array<char, 8> buf{};
-  std::snprintf(buf.data(), buf.size(), "%04o", static_cast<unsigned>(mode & 07777));
-  return buf.data();
-}
 
 // Creates DIR and any missing parents; only DIR itself gets dir_mode, like `mkdir -p -m 700`.
 // An existing DIR is used as it is.
@@ -54,12 +47,12 @@ result<void> ensure_dir(const fs::path& dir) {
     return "ca init: cannot create " + dir.parent_path().string() + ": " + ec.message();
   }
   if (::mkdir(dir.c_str(), dir_mode) != 0) {
-    return "ca init: cannot create " + dir.string() + ": " + errno_text(errno);
+    return "ca init: cannot create " + dir.string() + ": " + base::errno_text();
   }
   // mkdir's mode went through the umask; a restrictive one (say 0277) would leave us unable to
   // write into our own directory.
   if (::chmod(dir.c_str(), dir_mode) != 0) {
-    return "ca init: cannot set mode 0700 on " + dir.string() + ": " + errno_text(errno);
+    return "ca init: cannot set mode 0700 on " + dir.string() + ": " + base::errno_text();
   }
   return {};
 }
@@ -143,7 +136,7 @@ result<void> write_new_file(const fs::path& path, mode_t mode, WritePem write_pe
     if (errno == EEXIST) {
       return already_exists(path);
     }
-    return "ca init: cannot create " + path.string() + ": " + errno_text(errno);
+    return "ca init: cannot create " + path.string() + ": " + base::errno_text();
   }
   const bio_ptr bio{BIO_new_fd(fd, BIO_CLOSE)};
   std::string failure;
@@ -152,11 +145,11 @@ result<void> write_new_file(const fs::path& path, mode_t mode, WritePem write_pe
     failure = openssl_error_string();
   } else if (::fchmod(fd, mode) != 0) {
     // open() applied the umask; fchmod only restores bits within MODE, never widens beyond it.
-    failure = "cannot set mode " + octal_mode(mode) + ": " + errno_text(errno);
+    failure = "cannot set mode " + base::octal_mode(mode) + ": " + base::errno_text();
   } else if (write_pem(bio.get()) != 1) {
     failure = openssl_error_string();
   } else if (::fsync(fd) != 0) {
-    failure = errno_text(errno);
+    failure = base::errno_text();
   }
   if (failure.empty()) {
     return {};
@@ -175,7 +168,7 @@ result<bio_ptr> open_for_load(const fs::path& path, const fs::path& dir, bool pr
     const int err = errno;
     std::error_code ec;
     if (err != ENOENT) {
-      return "ca load: cannot open " + path.string() + ": " + errno_text(err);
+      return "ca load: cannot open " + path.string() + ": " + base::errno_text(err);
     }
     const std::string where = fs::is_directory(dir, ec) ? "" : " (directory " + dir.string() + " does not exist)";
     return "ca load: " + path.string() + " not found" + where + "; " + init_hint +
@@ -190,8 +183,8 @@ result<bio_ptr> open_for_load(const fs::path& path, const fs::path& dir, bool pr
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     return "ca load: " + path.string() + " is not a regular file; " + init_hint;
   }
-  if (private_key && (st.st_mode & 077) != 0) {
-    return "ca load: " + path.string() + " has mode " + octal_mode(st.st_mode) +
+  if (private_key && !base::is_private(st)) {
+    return "ca load: " + path.string() + " has mode " + base::octal_mode(st.st_mode) +
            ", so group or others can get at the CA private key; run 'chmod 600 " + path.string() +
            "' (and consider the key leaked if others could read it)";
   }

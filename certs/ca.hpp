@@ -3,9 +3,8 @@
 // The local certificate authority behind TLS interception: `airlock ca init` creates it once,
 // the proxy loads it at start-up to mint leaf certificates.
 
+#include "base/result.hpp"
 #include "certs/openssl_ptr.hpp"
-
-#include <boost/system/result.hpp>
 
 #include <filesystem>
 #include <string>
@@ -27,7 +26,7 @@ struct ca_files {
 // key file is never readable by others, not even briefly. A failed init leaves no ca.key or ca.crt
 // behind (a directory it created stays).
 // The error is a message for the user that says what to do.
-boost::system::result<ca_files, std::string> init_ca(const std::filesystem::path& dir);
+base::result<ca_files> init_ca(const std::filesystem::path& dir);
 
 // The CA certificate and private key, ready to sign leaf certificates.
 struct loaded_ca {
@@ -39,6 +38,6 @@ struct loaded_ca {
 // Refuses a key file that group or others can access (naming the mode found and the chmod to
 // run), an encrypted or unparsable key, a key that does not belong to the certificate, and a
 // certificate that is not a CA or has expired. The error is a message for the user.
-boost::system::result<loaded_ca, std::string> load_ca(const std::filesystem::path& dir);
+base::result<loaded_ca> load_ca(const std::filesystem::path& dir);
 
 }  // namespace airlock::certs

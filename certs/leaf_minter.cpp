@@ -11,8 +11,7 @@
 namespace airlock::certs {
 namespace {
 
-template <class T>
-using result = boost::system::result<T, std::string>;
+using base::result;
 
 using general_name_ptr = std::unique_ptr<GENERAL_NAME, openssl_deleter<&GENERAL_NAME_free>>;
 using general_names_ptr = std::unique_ptr<GENERAL_NAMES, openssl_deleter<&GENERAL_NAMES_free>>;

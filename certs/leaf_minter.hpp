@@ -3,10 +3,9 @@
 // Leaf certificates for TLS inspection: the proxy asks for a name it has already allowed and gets
 // a certificate for exactly that name, signed by the local CA, from a bounded LRU cache.
 
+#include "base/result.hpp"
 #include "certs/ca.hpp"
 #include "certs/openssl_ptr.hpp"
-
-#include <boost/system/result.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -55,8 +54,7 @@ class leaf_minter {
  public:
   // Generates the shared leaf key and the extensions every leaf carries. Fails only when
   // OpenSSL does (the message says so) or when the options make no sense.
-  static boost::system::result<std::unique_ptr<leaf_minter>, std::string> create(loaded_ca ca,
-                                                                                 leaf_minter_options options = {});
+  static base::result<std::unique_ptr<leaf_minter>> create(loaded_ca ca, leaf_minter_options options = {});
 
   leaf_minter(const leaf_minter&) = delete;
   leaf_minter& operator=(const leaf_minter&) = delete;
@@ -70,7 +68,7 @@ class leaf_minter {
   // the log.
   // A cached leaf with at least renew_before left is returned as it is (a hit); otherwise one is
   // minted outside the lock (a miss) and cached, evicting the least recently used name when full.
-  boost::system::result<std::shared_ptr<const leaf>, std::string> get(std::string_view name);
+  base::result<std::shared_ptr<const leaf>> get(std::string_view name);
 
   // Counters since creation, for metrics.
   std::uint64_t hits() const noexcept { return hits_.load(std::memory_order_relaxed); }
@@ -90,7 +88,7 @@ class leaf_minter {
   using lru_list = std::list<entry>;
 
   leaf_minter(loaded_ca ca, leaf_minter_options options);
-  boost::system::result<std::shared_ptr<const leaf>, std::string> mint(const parsed_name& name, std::time_t now) const;
+  base::result<std::shared_ptr<const leaf>> mint(const parsed_name& name, std::time_t now) const;
   bool fresh(const leaf& value, std::time_t now) const noexcept;
 
   loaded_ca ca_;

@@ -1,21 +1,19 @@
 #include "certs/tls_contexts.hpp"
 
+#include "base/errno_text.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <system_error>
 #include <utility>
 
 namespace airlock::certs {
 namespace {
 
 namespace ssl = boost::asio::ssl;
-template <class T>
-using result = boost::system::result<T, std::string>;
+using base::result;
 
 // The only application protocol we inspect: proxy/http_head.cpp parses HTTP/1.x. A client that
 // also speaks h2 falls back to http/1.1 when that is what the server selects.
@@ -109,10 +107,8 @@ result<ssl::context> upstream_context(const std::vector<std::string>& extra_ca_f
     // "system library" noise, the user needs the path and errno.
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      const int err = errno;
       return result<ssl::context>{boost::system::in_place_error,
-                                  "inspection.upstream_ca: cannot read " + file + ": " +
-                                      std::error_code{err, std::generic_category()}.message()};
+                                  "inspection.upstream_ca: cannot read " + file + ": " + base::errno_text()};
     }
     ::close(fd);
     if (SSL_CTX_load_verify_file(c, file.c_str()) != 1) {

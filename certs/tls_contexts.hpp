@@ -5,10 +5,10 @@
 // Both return an asio::ssl::context that owns its SSL_CTX; set up each connection's SSL object
 // (stream.native_handle()) with use_leaf / prepare_upstream before its handshake.
 
+#include "base/result.hpp"
 #include "certs/leaf_minter.hpp"
 
 #include <boost/asio/ssl/context.hpp>
-#include <boost/system/result.hpp>
 
 #include <string>
 #include <string_view>
@@ -21,25 +21,24 @@ namespace airlock::certs {
 // only h2) fails the handshake with a no_application_protocol alert; a client that sends no ALPN
 // is served without it. The handshake fails if use_leaf was not called on the connection.
 // The error is one line for the log (it only happens when OpenSSL itself fails).
-boost::system::result<boost::asio::ssl::context, std::string> server_context();
+base::result<boost::asio::ssl::context> server_context();
 
 // Installs LEAF (certificate, the CA as its chain, and the key) on SSL, a connection of
 // server_context(), before its handshake. The proxy picks LEAF from the SNI it parsed itself, so
 // there is no servername callback. SSL keeps its own references; LEAF may go away afterwards.
-boost::system::result<void, std::string> use_leaf(SSL* ssl, const leaf& value);
+base::result<void> use_leaf(SSL* ssl, const leaf& value);
 
 // Origin side: TLS 1.2 or newer, the peer's certificate verified against the system trust store
 // plus each of EXTRA_CA_FILES (PEM, one or more certificates each), ALPN offering only
 // "http/1.1". The error names the file that could not be used and why (for the config's
 // inspection.upstream_ca).
-boost::system::result<boost::asio::ssl::context, std::string> upstream_context(
-    const std::vector<std::string>& extra_ca_files);
+base::result<boost::asio::ssl::context> upstream_context(const std::vector<std::string>& extra_ca_files);
 
 // Sets up SSL, a connection of upstream_context(), for HOST before its handshake: a DNS name
 // goes into SNI and must match the certificate (no partial wildcards like "f*.example.com"); an
 // IPv4/IPv6 literal (brackets allowed) must match an iPAddress SAN and sends no SNI, as RFC 6066
 // asks. A certificate for another name then fails the handshake (see verify_failure).
-boost::system::result<void, std::string> prepare_upstream(SSL* ssl, std::string_view host);
+base::result<void> prepare_upstream(SSL* ssl, std::string_view host);
 
 // Why verifying the origin's certificate failed, as short stable text for the decision log
 // ("hostname mismatch", "certificate has expired", "self-signed certificate in chain", ...);

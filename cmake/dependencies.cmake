@@ -1,5 +1,5 @@
 # All from Debian 12 packages (deploy/install-deps.sh).
-find_package(Boost 1.81.0 EXACT REQUIRED CONFIG COMPONENTS json)
+find_package(Boost 1.81.0 REQUIRED CONFIG COMPONENTS json)
 find_package(OpenSSL 3 REQUIRED)
 find_package(yaml-cpp REQUIRED CONFIG)
 find_package(Threads REQUIRED)

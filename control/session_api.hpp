@@ -2,8 +2,9 @@
 // What a launcher needs from a daemon: where its listeners are, and a session registered
 // for a sandbox's source address and later removed with its totals. Two implementations:
 // the control API client (a daemon is running) and the embedded daemon (none is).
+#include "base/result.hpp"
+
 #include <boost/asio/ip/address.hpp>
-#include <boost/system/result.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -16,8 +17,8 @@
 
 namespace airlock::control {
 
-template <typename T>
-using result = boost::system::result<T, std::string>;
+// The same alias as base::result, not another: daemon/embedded.cpp names it control::result.
+using base::result;
 
 struct session_request {
   std::string id;                    // empty: the daemon picks one

@@ -9,13 +9,13 @@ namespace {
 
 namespace json = boost::json;
 
-using parse_result = boost::system::result<control::session_request, std::string>;
+using parse_result = base::result<control::session_request>;
 
 parse_result bad(std::string message) { return parse_result(boost::system::in_place_error, std::move(message)); }
 
 // A JSON object of strings, as labels are written.
-boost::system::result<record::label_list, std::string> labels_of(const json::value& v, std::string_view field) {
-  using result = boost::system::result<record::label_list, std::string>;
+base::result<record::label_list> labels_of(const json::value& v, std::string_view field) {
+  using result = base::result<record::label_list>;
   if (!v.is_object())
     return result(boost::system::in_place_error, std::string(field) + ": expected an object of strings");
   record::label_list out;
@@ -28,8 +28,8 @@ boost::system::result<record::label_list, std::string> labels_of(const json::val
   return out;
 }
 
-boost::system::result<std::vector<std::string>, std::string> strings_of(const json::value& v, std::string_view field) {
-  using result = boost::system::result<std::vector<std::string>, std::string>;
+base::result<std::vector<std::string>> strings_of(const json::value& v, std::string_view field) {
+  using result = base::result<std::vector<std::string>>;
   if (!v.is_array())
     return result(boost::system::in_place_error, std::string(field) + ": expected an array of strings");
   std::vector<std::string> out;

@@ -12,6 +12,7 @@
 //   PUT    /v1/sessions/ID/context    {"tool_call"?: S, "labels"?: {K: V}}
 //   POST   /v1/reload                 -> {"policy_version", "rules"} or 422 {"error", "errors": [FILE:LINE:COL: ...]}
 //   GET    /v1/stats                  active connections, sessions, log queue and drops
+#include "base/result.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/session_registry.hpp"
@@ -30,7 +31,7 @@ struct control_hooks {
 http_handler make_control_handler(control_hooks hooks);
 
 // Turns a POST /v1/sessions body into a request; the message says which field is wrong.
-boost::system::result<control::session_request, std::string> parse_session_request(std::string_view body);
+base::result<control::session_request> parse_session_request(std::string_view body);
 std::string totals_json(const control::session_totals& t);
 
 }  // namespace airlock::daemon

@@ -1,5 +1,7 @@
 #include "daemon/host_addresses.hpp"
 
+#include "base/errno_text.hpp"
+
 #include <ifaddrs.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -19,7 +21,7 @@ std::vector<policy::cidr> read_host_addresses(std::string* error) {
   std::vector<policy::cidr> out;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) {
-    if (error) *error = std::string("getifaddrs: ") + std::strerror(errno);
+    if (error) *error = std::string("getifaddrs: ") + base::errno_text();
     return out;
   }
   for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
@@ -43,12 +45,12 @@ host_address_watch::host_address_watch(asio::any_io_executor ex, std::function<v
 
 std::string host_address_watch::start() {
   const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
-  if (fd < 0) return std::string("rtnetlink socket: ") + std::strerror(errno);
+  if (fd < 0) return std::string("rtnetlink socket: ") + base::errno_text();
   sockaddr_nl local{};
   local.nl_family = AF_NETLINK;
   local.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0) {
-    const std::string why = std::string("rtnetlink bind: ") + std::strerror(errno);
+    const std::string why = std::string("rtnetlink bind: ") + base::errno_text();
     ::close(fd);
     return why;
   }

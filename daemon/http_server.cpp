@@ -1,8 +1,8 @@
 #include "daemon/http_server.hpp"
 
 #include "base/deadline.hpp"
+#include "base/json_string.hpp"
 #include "base/spawn.hpp"
-#include "record/decision.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -92,7 +92,7 @@ asio::awaitable<void> accept_loop(Acceptor& acceptor, http_handler handler, http
 }  // namespace
 
 http_response json_error(int status, const std::string& message) {
-  return http_response{status, "application/json", "{\"error\":" + record::json_quote(message) + "}\n"};
+  return http_response{status, "application/json", "{\"error\":" + base::json_quote(message) + "}\n"};
 }
 
 asio::awaitable<void> serve_http(asio::ip::tcp::acceptor& acceptor, http_handler handler, http_limits limits) {

@@ -59,7 +59,7 @@ class instance {
   control::listener_ports ports() const;
   const std::string& ready_line() const;
 
-  struct parts;  // everything it owns; defined in instance.cpp
+  struct parts;  // everything it owns; defined in instance_parts.hpp
 
  private:
   explicit instance(std::unique_ptr<parts> p);

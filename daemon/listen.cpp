@@ -12,21 +12,44 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+// An int option turned on, as Asio's public SettableSocketOption concept has it (Asio's own
+// boolean option is in its detail namespace).
+template <int Level, int Name>
+struct turned_on {
+  int value = 1;
+  template <typename Protocol>
+  int level(const Protocol&) const {
+    return Level;
+  }
+  template <typename Protocol>
+  int name(const Protocol&) const {
+    return Name;
+  }
+  template <typename Protocol>
+  const void* data(const Protocol&) const {
+    return &value;
+  }
+  template <typename Protocol>
+  std::size_t size(const Protocol&) const {
+    return sizeof value;
+  }
+};
+
+using reuse_port = turned_on<SOL_SOCKET, SO_REUSEPORT>;
 
 // TPROXY delivers connections addressed elsewhere only to sockets marked transparent.
-using ip_transparent = asio::detail::socket_option::boolean<SOL_IP, IP_TRANSPARENT>;
-using ipv6_transparent = asio::detail::socket_option::boolean<SOL_IPV6, IPV6_TRANSPARENT>;
+using ip_transparent = turned_on<SOL_IP, IP_TRANSPARENT>;
+using ipv6_transparent = turned_on<SOL_IPV6, IPV6_TRANSPARENT>;
 
 template <typename Socket, typename Endpoint>
 boost::system::error_code bind_socket(Socket& s, const Endpoint& ep, bool shared = false, bool transparent = false) {
   boost::system::error_code ec;
   s.open(ep.protocol(), ec);
   if (!ec) s.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec && shared) s.set_option(reuse_port(true), ec);
+  if (!ec && shared) s.set_option(reuse_port{}, ec);
   if (!ec && transparent) {
-    if (ep.address().is_v6()) s.set_option(ipv6_transparent(true), ec);
-    else s.set_option(ip_transparent(true), ec);
+    if (ep.address().is_v6()) s.set_option(ipv6_transparent{}, ec);
+    else s.set_option(ip_transparent{}, ec);
   }
   // [::] and 0.0.0.0 may both be listed; each takes its own family only.
   if (!ec && ep.address().is_v6()) s.set_option(asio::ip::v6_only(true), ec);

@@ -291,10 +291,10 @@ session_registry::restore_report session_registry::restore_from(const std::files
   restore_report report;
   std::error_code missing;
   if (std::filesystem::exists(file, missing)) {
-    std::string text;
-    if (auto read = base::read_small_file(file, text); !read.empty()) {
-      report.messages.push_back(read);
-    } else if (auto sessions = sessions_from_json(text); !sessions.has_value()) {
+    auto text = base::read_file(file, 1 << 20);
+    if (!text) {
+      report.messages.push_back(text.error());
+    } else if (auto sessions = sessions_from_json(*text); !sessions.has_value()) {
       // Kept for a person to read: the next write would replace the only record of those
       // sandboxes' bindings.
       const auto kept = std::filesystem::path(file.string() + ".unreadable");
@@ -436,7 +436,7 @@ void session_registry::emit_session(const entry& e, std::string_view action, std
     r.duration_ms = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - e.opened).count());
   }
-  log_.emit(r);
+  record::decision_line::write(log_, r);
 }
 
 void session_registry::emit(const record::decision_record& r) noexcept {

@@ -17,7 +17,7 @@
 #include "daemon/metrics.hpp"
 #include "policy/config.hpp"
 #include "policy/store.hpp"
-#include "record/decision.hpp"
+#include "record/decision_line.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -18,7 +18,7 @@ json::array strings(const std::vector<std::string>& v) {
   return out;
 }
 
-using failure = boost::system::result<std::vector<persisted_session>, std::string>;
+using failure = base::result<std::vector<persisted_session>>;
 
 bool read_strings(const json::object& o, std::string_view key, std::vector<std::string>& out) {
   const auto* v = o.if_contains(key);
@@ -57,7 +57,7 @@ std::string sessions_to_json(const std::vector<persisted_session>& sessions) {
   return json::serialize(json::object{{"version", format_version}, {"sessions", std::move(list)}}) + "\n";
 }
 
-boost::system::result<std::vector<persisted_session>, std::string> sessions_from_json(std::string_view text) {
+base::result<std::vector<persisted_session>> sessions_from_json(std::string_view text) {
   boost::system::error_code ec;
   const auto doc = json::parse(text, ec);
   if (ec) return failure(boost::system::in_place_error, "not JSON: " + ec.message());

@@ -3,9 +3,8 @@
 // one JSON document (version 1) with each session's request (id, sources, policy, extra
 // allowances, labels, netns) and its current tool call. Pure: the registry writes it with
 // base/small_file.hpp after every change and reads it once at start.
+#include "base/result.hpp"
 #include "control/session_api.hpp"
-
-#include <boost/system/result.hpp>
 
 #include <string>
 #include <string_view>
@@ -20,6 +19,6 @@ struct persisted_session {
 
 std::string sessions_to_json(const std::vector<persisted_session>& sessions);
 // The sessions of a document sessions_to_json wrote; an error naming what is wrong.
-boost::system::result<std::vector<persisted_session>, std::string> sessions_from_json(std::string_view text);
+base::result<std::vector<persisted_session>> sessions_from_json(std::string_view text);
 
 }  // namespace airlock::daemon

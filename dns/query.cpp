@@ -116,58 +116,51 @@ std::vector<std::unique_ptr<record::decision_record>>& spare_records() {
   return spare;
 }
 
-std::unique_ptr<record::decision_record> take_record() {
+record::decision_record* take_record() {
   auto& spare = spare_records();
-  if (spare.empty()) return std::make_unique<record::decision_record>();
+  if (spare.empty()) return new record::decision_record();
   auto r = std::move(spare.back());
   spare.pop_back();
   record::reset_for_reuse(*r);
-  return r;
-}
-
-void give_back(std::unique_ptr<record::decision_record> r) noexcept {
-  auto& spare = spare_records();
-  if (spare.size() >= 64) return;  // enough kept: this one is freed
-  try {
-    spare.push_back(std::move(r));
-  } catch (...) {  // out of memory: freed instead
-  }
+  return r.release();
 }
 
 }  // namespace
 
+void started_query::back_to_pool::operator()(record::decision_record* r) const noexcept {
+  std::unique_ptr<record::decision_record> owned(r);
+  auto& spare = spare_records();
+  if (spare.size() >= 64) return;  // enough kept: this one is freed
+  try {
+    spare.push_back(std::move(owned));
+  } catch (...) {  // out of memory: freed instead
+  }
+}
+
 started_query::started_query(query_context& ctx, const boost::asio::ip::address& client_address,
                              std::uint16_t client_port, bool over_udp)
-    : ctx_(&ctx), client_address_(client_address), client_port_(client_port), over_udp_(over_udp), rec_(take_record()) {
+    : ctx_(&ctx),
+      client_address_(client_address),
+      client_port_(client_port),
+      over_udp_(over_udp),
+      rec_(take_record()),
+      // One line per query on every way out; when a process lookup was started, the line
+      // waits for it off the data path (the reply has left by then).
+      line_(ctx.log, *rec_) {
   rec_->event = record::event_kind::dns;
   rec_->proto = "dns";
   endpoint_text(rec_->client, client_address, client_port);
 }
 
-started_query::started_query(started_query&& other) noexcept
-    : ctx_(other.ctx_),
-      client_address_(other.client_address_),
-      client_port_(other.client_port_),
-      over_udp_(other.over_udp_),
-      armed_(std::exchange(other.armed_, false)),
-      rec_(std::move(other.rec_)),
-      probe_(std::move(other.probe_)),
-      reply_(std::move(other.reply_)),
-      judged_(std::move(other.judged_)) {}
-
-started_query::~started_query() {
-  if (!armed_) return;
-  // One line per query on every way out; when a process lookup was started, the line
-  // waits for it off the data path (the reply has left by then).
-  attribution::emit_line(ctx_->log, *rec_, probe_);
-  give_back(std::move(rec_));
-}
+// Defined here, where `judged` is complete.
+started_query::started_query(started_query&& other) noexcept = default;
+started_query::~started_query() = default;
 
 bool started_query::must_wait_for_process() const noexcept {
   // A denied name's reply waits for the process lookup (at most 100 ms): the asker is
   // still there to be named, and a denial is what most needs a name. Allowed answers
   // never wait; their lines are completed after the reply has left.
-  return probe_.active() && rec_->verdict != verdict::allow;
+  return line_.probe.active() && rec_->verdict != verdict::allow;
 }
 
 bool started_query::begin(std::span<const std::byte> packet, const boost::asio::any_io_executor& ex) {
@@ -238,7 +231,7 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
     // known here, and a resolver's socket is often unconnected anyway: match any remote.
     const auto key = attribution::socket_key::make(attribution::transport::udp, client_address_, client_port_,
                                                    boost::asio::ip::address(), 0);
-    probe_ = attribution::probe::start(ctx.finder, ctx.netns_of(rec.session), key, ex);
+    line_.probe = attribution::probe::start(ctx.finder, ctx.netns_of(rec.session), key, ex);
   }
 
   // ANY is an amplification and enumeration tool; no client airlock serves needs it.
@@ -290,8 +283,8 @@ boost::asio::awaitable<std::optional<std::string>> started_query::finish() {
     judged_.reset();
   }
   if (must_wait_for_process()) {
-    rec_->process_json = co_await probe_.json(std::chrono::milliseconds(100));
-    probe_ = {};
+    rec_->process_json = co_await line_.probe.json(std::chrono::milliseconds(100));
+    line_.probe = {};
   }
   co_return std::move(reply_);
 }

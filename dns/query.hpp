@@ -12,7 +12,7 @@
 #include "dns/resolver.hpp"
 #include "policy/redirect_grants.hpp"
 #include "policy/store.hpp"
-#include "record/decision.hpp"
+#include "record/decision_line.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -57,8 +57,8 @@ boost::asio::awaitable<std::optional<std::string>> answer_query(query_context& c
 // The same query in two parts, for a caller that answers without a coroutine when nothing
 // has to be waited for (a cache hit, a denial, an error): begin() judges it and, unless
 // it must wait, has the reply; finish() is the rest (the upstream, a denial's process
-// lookup). The decision line is emitted exactly once, when the started_query that holds
-// it is destroyed (so after the reply was built, and for a finished query after finish()).
+// lookup). The decision line leaves exactly once, when the started_query that holds it is
+// destroyed (so after the reply was built, and for a finished query after finish()).
 class started_query {
  public:
   started_query(query_context& ctx, const boost::asio::ip::address& client_address, std::uint16_t client_port,
@@ -84,11 +84,15 @@ class started_query {
   boost::asio::ip::address client_address_;
   std::uint16_t client_port_;
   bool over_udp_;
-  bool armed_ = true;  // false once moved from: only one of the two emits the line
   // From a per-thread pool of spare records (their strings keep their memory), back to it
   // once the line is emitted.
-  std::unique_ptr<record::decision_record> rec_;
-  attribution::probe probe_;
+  struct back_to_pool {
+    void operator()(record::decision_record* r) const noexcept;
+  };
+  std::unique_ptr<record::decision_record, back_to_pool> rec_;
+  // The query's line, owed from the start; declared after rec_, so it leaves before the
+  // record goes back to the pool. Its probe names the asking process.
+  record::decision_line line_;
   std::optional<std::string> reply_;
   std::unique_ptr<judged> judged_;  // what finish() needs: only for a query that waits
 };

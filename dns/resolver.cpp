@@ -29,8 +29,7 @@ std::string_view to_string(resolve_error e) noexcept {
 resolver::resolver(boost::asio::any_io_executor ex, std::size_t max_in_flight)
     : executor_(ex), timer_(ex), max_in_flight_(max_in_flight) {}
 
-boost::system::result<std::unique_ptr<resolver>, std::string> resolver::create(boost::asio::any_io_executor ex,
-                                                                               const options& opts) {
+base::result<std::unique_ptr<resolver>> resolver::create(boost::asio::any_io_executor ex, const options& opts) {
   if (int rc = library_init(); rc != ARES_SUCCESS) return std::string("c-ares init: ") + ares_strerror(rc);
   std::unique_ptr<resolver> r(new resolver(ex, opts.max_in_flight));
   ares_options o{};

@@ -2,6 +2,7 @@
 // The upstream resolver: a c-ares channel driven by the same Asio event loop as the rest
 // of airlock (c-ares socket-state callbacks -> descriptor waits, ares_timeout -> a timer).
 // No resolver threads. One resolver per io_context; not thread-safe.
+#include "base/result.hpp"
 #include "policy/cidr.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -39,8 +40,7 @@ class resolver {
   };
 
   // Creates the channel; the error names what to fix.
-  static boost::system::result<std::unique_ptr<resolver>, std::string> create(boost::asio::any_io_executor ex,
-                                                                              const options& opts);
+  static base::result<std::unique_ptr<resolver>> create(boost::asio::any_io_executor ex, const options& opts);
   ~resolver();
   resolver(const resolver&) = delete;
 

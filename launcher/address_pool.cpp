@@ -4,10 +4,9 @@
 
 namespace airlock::launcher {
 
-boost::system::result<address_pool, std::string> address_pool::parse(std::string_view cidr) {
+base::result<address_pool> address_pool::parse(std::string_view cidr) {
   auto refuse = [&](std::string why) {
-    return boost::system::result<address_pool, std::string>(boost::system::in_place_error,
-                                                            "'" + std::string(cidr) + "': " + why);
+    return base::result<address_pool>(boost::system::in_place_error, "'" + std::string(cidr) + "': " + why);
   };
   auto c = policy::cidr::parse(cidr);
   if (!c) return refuse(c.error());

@@ -3,8 +3,9 @@
 // real network routes) is cut into /30 blocks; block i gives the gateway side of the veth
 // the block's first host address and the sandbox its second. Pure: which blocks are taken
 // is the caller's business (launcher/state.hpp keeps that under a lock).
+#include "base/result.hpp"
+
 #include <boost/asio/ip/address_v4.hpp>
-#include <boost/system/result.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -26,7 +27,7 @@ struct address_block {
 class address_pool {
  public:
   // An IPv4 CIDR with room for at least one /30 ("198.18.0.0/15", "203.0.113.0/28").
-  static boost::system::result<address_pool, std::string> parse(std::string_view cidr);
+  static base::result<address_pool> parse(std::string_view cidr);
 
   std::size_t capacity() const noexcept { return std::size_t{1} << (30 - prefix_); }
   address_block block(std::size_t index) const;  // precondition: index < capacity()

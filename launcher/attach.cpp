@@ -1,5 +1,6 @@
 #include "launcher/attach.hpp"
 
+#include "base/errno_text.hpp"
 #include "launcher/gc.hpp"
 #include "launcher/netlink.hpp"
 #include "launcher/netns.hpp"
@@ -15,15 +16,14 @@
 namespace airlock::launcher {
 namespace {
 
-using step_result = boost::system::result<void, std::string>;
 constexpr const char* inner_iface = "airlock0";
 
 template <typename T>
-boost::system::result<T, std::string> fail(std::string message) {
-  return boost::system::result<T, std::string>(boost::system::in_place_error, std::move(message));
+base::result<T> fail(std::string message) {
+  return base::result<T>(boost::system::in_place_error, std::move(message));
 }
 
-step_result disable_ipv6_here() {
+base::result<void> disable_ipv6_here() {
   for (const char* path :
        {"/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"}) {
     base::unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
@@ -38,8 +38,8 @@ step_result disable_ipv6_here() {
 
 // Inside the attached namespace: remove the guard and airlock0 (the pair and the route
 // through it go with it), then put the saved default routes back.
-step_result undo_inside(const sandbox_record& r, int target_fd) {
-  return run_in_netns(target_fd, [&]() -> nl_result<void> {
+base::result<void> undo_inside(const sandbox_record& r, int target_fd) {
+  return run_in_netns(target_fd, [&]() -> base::result<void> {
     std::string problems;
     if (!r.guard_table.empty())
       if (auto t = nft_delete_table(r.guard_table); !t) problems += t.error() + "; ";
@@ -96,8 +96,7 @@ std::string guard_ruleset(const std::string& table, const std::string& iface, co
          "}\n";
 }
 
-boost::system::result<sandbox_record, std::string> attach(const attach_options& o, control::session_api& daemon,
-                                                          const state_store& store) {
+base::result<sandbox_record> attach(const attach_options& o, control::session_api& daemon, const state_store& store) {
   auto target = open_netns(o.netns);
   if (!target) return fail<sandbox_record>(target.error());
   const auto target_id = netns_identity(target->get());
@@ -142,7 +141,7 @@ boost::system::result<sandbox_record, std::string> attach(const attach_options& 
   if (auto u = gw->link_up(*index); !u) return undo("veth", u.error());
 
   std::vector<ipv4_route> saved;
-  auto inside = run_in_netns(target->get(), [&]() -> nl_result<void> {
+  auto inside = run_in_netns(target->get(), [&]() -> base::result<void> {
     if (auto v6 = disable_ipv6_here(); !v6) return "disable IPv6: " + v6.error();
     auto nl = rtnetlink::open();
     if (!nl) return nl.error();
@@ -195,9 +194,9 @@ boost::system::result<sandbox_record, std::string> attach(const attach_options& 
   return r;
 }
 
-boost::system::result<sandbox_record, std::string> detach(
+base::result<sandbox_record> detach(
     const std::string& netns,
-    const std::function<boost::system::result<void, std::string>(const std::string&, const std::string&)>& end_session,
+    const std::function<base::result<void>(const std::string&, const std::string&)>& end_session,
     std::vector<std::string>* warnings, const state_store& store) {
   auto target = open_netns(netns);
   const auto id = target ? netns_identity(target->get()) : std::string();

@@ -6,6 +6,7 @@
 // a guard table that drops whatever does not leave through airlock0 and sends DNS to the
 // gateway; here the same per-sandbox gateway table as `airlock run`. The guard holds as
 // long as the workload has no CAP_NET_ADMIN in its namespace.
+#include "base/result.hpp"
 #include "control/session_api.hpp"
 #include "launcher/state.hpp"
 
@@ -31,15 +32,15 @@ std::string guard_ruleset(const std::string& table, const std::string& iface, co
 
 // Attaches; on failure undoes every step already done. Returns the record (session id,
 // addresses) on success.
-boost::system::result<sandbox_record, std::string> attach(const attach_options& o, control::session_api& daemon,
-                                                          const state_store& store = state_store());
+base::result<sandbox_record> attach(const attach_options& o, control::session_api& daemon,
+                                    const state_store& store = state_store());
 
 // Detaches the namespace `netns` (path or name). `end_session` is called with the
 // recorded control socket and session id; its failure is a warning (a restarted daemon
 // has forgotten the session anyway).
-boost::system::result<sandbox_record, std::string> detach(
+base::result<sandbox_record> detach(
     const std::string& netns,
-    const std::function<boost::system::result<void, std::string>(const std::string&, const std::string&)>& end_session,
+    const std::function<base::result<void>(const std::string&, const std::string&)>& end_session,
     std::vector<std::string>* warnings = nullptr, const state_store& store = state_store());
 
 }  // namespace airlock::launcher

@@ -1,6 +1,8 @@
 #include "launcher/cgroup.hpp"
 
 #include "base/cgroup_layout.hpp"
+#include "base/errno_text.hpp"
+#include "base/small_file.hpp"
 #include "base/unique_fd.hpp"
 #include "policy/units.hpp"
 
@@ -11,7 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -20,18 +21,17 @@ namespace fs = std::filesystem;
 namespace {
 
 template <typename T>
-boost::system::result<T, std::string> fail(std::string message) {
-  return boost::system::result<T, std::string>(boost::system::in_place_error, std::move(message));
+base::result<T> fail(std::string message) {
+  return base::result<T>(boost::system::in_place_error, std::move(message));
 }
 
+// A file that cannot be read (a cgroup removed meanwhile) reads as empty.
 std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  auto text = base::read_file(p);
+  return text ? std::move(*text) : std::string();
 }
 
-boost::system::result<void, std::string> write_text(const fs::path& p, const std::string& value) {
+base::result<void> write_text(const fs::path& p, const std::string& value) {
   base::unique_fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd || ::write(fd.get(), value.data(), value.size()) < 0)
     return fail<void>("write '" + value + "' to " + p.string() + ": " + base::errno_text());
@@ -64,14 +64,13 @@ cgroup_host this_host() {
   return h;
 }
 
-boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits,
-                                                             const cgroup_host& host) {
+base::result<cgroup_plan> plan_cgroups(const std::string& id, const cgroup_limits& limits, const cgroup_host& host) {
   const auto l = base::read_cgroup_layout(host.mountinfo, host.own_cgroups, host.read);
   cgroup_plan plan;
   if (!l.v2_mount.empty() && host.writable(l.v2_mount)) plan.v2 = l.v2_mount / "airlock" / id;
 
   auto place = [&](bool wanted, std::string_view controller, const std::optional<base::cgroup_layout::v1>& v1,
-                   fs::path& out) -> boost::system::result<void, std::string> {
+                   fs::path& out) -> base::result<void> {
     if (!wanted) return {};
     if (!plan.v2.empty() && has_word(l.v2_controllers, controller)) {
       out = plan.v2;
@@ -102,8 +101,7 @@ boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& 
   return plan;
 }
 
-boost::system::result<sandbox_cgroup, std::string> sandbox_cgroup::create(const cgroup_plan& plan,
-                                                                          const cgroup_limits& limits) {
+base::result<sandbox_cgroup> sandbox_cgroup::create(const cgroup_plan& plan, const cgroup_limits& limits) {
   sandbox_cgroup cg;
   cg.plan_ = plan;
   cg.limits_ = limits;
@@ -188,7 +186,7 @@ void sandbox_cgroup::kill() const {
   }
 }
 
-boost::system::result<void, std::string> sandbox_cgroup::remove() {
+base::result<void> sandbox_cgroup::remove() {
   std::string errors;
   // Children first: created_ holds v2 and v1 directories, none inside another.
   for (const auto& d : created_)
@@ -216,7 +214,7 @@ std::optional<std::string> sandbox_cgroup::limit_hit() const {
   return std::nullopt;
 }
 
-boost::system::result<bool, std::string> remove_cgroup_dir(const fs::path& dir) {
+base::result<bool> remove_cgroup_dir(const fs::path& dir) {
   if (!fs::exists(dir)) return false;
   // Bounded: 400 x 5 ms. A process in the middle of exiting keeps the directory busy
   // for a moment after it was killed.

@@ -9,7 +9,7 @@
 // of airlock's own cgroup there (memory.limit_in_bytes, pids.max, cpu.cfs_quota_us), and the
 // v2 directory still provides cgroup.kill. A limit that neither can carry fails the run
 // before CMD starts.
-#include <boost/system/result.hpp>
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -47,15 +47,14 @@ cgroup_host this_host();
 
 // Plans the cgroups of sandbox `id` for `limits`, or says why a requested limit cannot be
 // installed (and what to do about it).
-boost::system::result<cgroup_plan, std::string> plan_cgroups(const std::string& id, const cgroup_limits& limits,
-                                                             const cgroup_host& host = this_host());
+base::result<cgroup_plan> plan_cgroups(const std::string& id, const cgroup_limits& limits,
+                                       const cgroup_host& host = this_host());
 
 class sandbox_cgroup {
  public:
   // Creates the planned directories and writes the limits. On error, what was created
   // is removed again.
-  static boost::system::result<sandbox_cgroup, std::string> create(const cgroup_plan& plan,
-                                                                   const cgroup_limits& limits);
+  static base::result<sandbox_cgroup> create(const cgroup_plan& plan, const cgroup_limits& limits);
 
   sandbox_cgroup(sandbox_cgroup&&) = default;
   sandbox_cgroup& operator=(sandbox_cgroup&&) = default;
@@ -66,7 +65,7 @@ class sandbox_cgroup {
   // SIGKILL to every process inside.
   void kill() const;
   // Kills what is left, waits (bounded) until the cgroups are empty and removes them.
-  boost::system::result<void, std::string> remove();
+  base::result<void> remove();
   // "memory limit (64 MiB)" or "pids limit (20)" when the kernel enforced one.
   std::optional<std::string> limit_hit() const;
 
@@ -79,6 +78,6 @@ class sandbox_cgroup {
 
 // Kills everything in `dir` (cgroup.kill on v2, SIGKILL per process otherwise), waits
 // (bounded) until it is empty and removes it; false when it did not exist.
-boost::system::result<bool, std::string> remove_cgroup_dir(const std::filesystem::path& dir);
+base::result<bool> remove_cgroup_dir(const std::filesystem::path& dir);
 
 }  // namespace airlock::launcher

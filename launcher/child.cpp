@@ -1,5 +1,7 @@
 #include "launcher/child.hpp"
 
+#include "base/errno_text.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -23,8 +25,8 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 template <typename T>
-boost::system::result<T, std::string> fail(std::string message) {
-  return boost::system::result<T, std::string>(boost::system::in_place_error, std::move(message));
+base::result<T> fail(std::string message) {
+  return base::result<T>(boost::system::in_place_error, std::move(message));
 }
 
 sigset_t handled_signals() {
@@ -105,7 +107,7 @@ void signal_workload(pid_t init, int sig) {
 // that went away must not kill it half-way through teardown).
 struct sigaction original_sigpipe {};
 
-boost::system::result<base::unique_fd, std::string> take_signals() {
+base::result<base::unique_fd> take_signals() {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &original_sigpipe);
@@ -162,7 +164,7 @@ __attribute__((no_sanitize("address"))) int child_main(void* p) {
 
 }  // namespace
 
-boost::system::result<pid_t, std::string> spawn_child(const child_spec& spec) {
+base::result<pid_t> spawn_child(const child_spec& spec) {
   // Everything the child touches is prepared here.
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));

@@ -2,9 +2,8 @@
 // The sandboxed process from the outside: start bubblewrap inside the sandbox's cgroups and
 // network namespace, forward signals to the workload, enforce the timeout, and collect
 // CMD's exit status (bubblewrap's --json-status-fd reports its pid-1 and CMD's exit code).
+#include "base/result.hpp"
 #include "base/unique_fd.hpp"
-
-#include <boost/system/result.hpp>
 
 #include <signal.h>
 #include <sys/types.h>
@@ -30,12 +29,12 @@ struct child_spec {
 // returns a signalfd for them. Until then a Ctrl-C during setup would kill airlock half-way.
 // SIGPIPE is ignored from here on (`airlock run ... 2>&1 | head` must still tear down);
 // the child gets it back as it was.
-boost::system::result<base::unique_fd, std::string> take_signals();
+base::result<base::unique_fd> take_signals();
 
 // Starts the child: its own process group (so a terminal's Ctrl-C reaches airlock, which
 // forwards it), the cgroups, the namespace, then exec. Failures before exec come back as
 // an error naming the step, and no process is left.
-boost::system::result<pid_t, std::string> spawn_child(const child_spec& spec);
+base::result<pid_t> spawn_child(const child_spec& spec);
 
 struct supervise_options {
   int signal_fd = -1;

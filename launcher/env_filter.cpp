@@ -24,17 +24,17 @@ bool allowed_by_default(std::string_view name) {
 
 }  // namespace
 
-boost::system::result<std::vector<std::string>, std::string> filter_environment(std::span<const std::string> parent,
-                                                                                const env_request& request) {
-  using out_t = boost::system::result<std::vector<std::string>, std::string>;
+base::result<std::vector<std::string>> filter_environment(std::span<const std::string> parent,
+                                                          const env_request& request) {
   // name -> explicit value (--env VAR=VALUE) or nothing (take the parent's).
   std::map<std::string, std::optional<std::string>, std::less<>> named;
   for (const auto& arg : request.named) {
     const auto eq = arg.find('=');
     const std::string name = arg.substr(0, eq);
     if (!valid_name(name))
-      return out_t(boost::system::in_place_error,
-                   "--env '" + arg + "': expected VAR or VAR=VALUE, VAR made of letters, digits and _");
+      return base::result<std::vector<std::string>>(
+          boost::system::in_place_error,
+          "--env '" + arg + "': expected VAR or VAR=VALUE, VAR made of letters, digits and _");
     if (eq == std::string::npos) named[name];  // keeps an earlier VAR=VALUE for the same name
     else named[name] = arg.substr(eq + 1);
   }

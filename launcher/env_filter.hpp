@@ -3,7 +3,7 @@
 // what the user names with --env. Everything else stays outside, so SSH_AUTH_SOCK,
 // AWS_*, GOOGLE_*, AZURE_*, GITHUB_TOKEN, NPM_TOKEN and their kind never pass unless
 // named. Pure: the caller passes `environ` and gets the child's `envp`.
-#include <boost/system/result.hpp>
+#include "base/result.hpp"
 
 #include <span>
 #include <string>
@@ -29,8 +29,8 @@ struct env_request {
 // The child's environment as "NAME=VALUE" strings, in a stable order (parent's order,
 // then named-only values, then forced ones). PATH is set to `default_path` when the
 // parent has none. Errors name the bad --env argument.
-boost::system::result<std::vector<std::string>, std::string> filter_environment(std::span<const std::string> parent,
-                                                                                const env_request& request);
+base::result<std::vector<std::string>> filter_environment(std::span<const std::string> parent,
+                                                          const env_request& request);
 
 // Reads `environ` into strings (the one impure helper, for the caller).
 std::vector<std::string> current_environment();

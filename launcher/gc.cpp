@@ -54,9 +54,8 @@ bool safe_resource_name(const std::string& name) {
   });
 }
 
-boost::system::result<void, std::string> remove_gateway_side(const sandbox_record& r,
-                                                             std::vector<std::string>& removed) {
-  auto work = [&]() -> nl_result<void> {
+base::result<void> remove_gateway_side(const sandbox_record& r, std::vector<std::string>& removed) {
+  auto work = [&]() -> base::result<void> {
     if (!r.nft_table.empty()) {
       auto t = nft_delete_table(r.nft_table);
       if (!t) return t.error();

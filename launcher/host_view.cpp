@@ -66,14 +66,14 @@ bool has_pem_certificate(std::string_view pem) {
   return begin != std::string_view::npos && pem.find("-----END CERTIFICATE-----", begin) != std::string_view::npos;
 }
 
-host_result<fs::path> resolv_conf_target() {
+base::result<fs::path> resolv_conf_target() {
   // result<path, string> cannot guess which side a string is: say it.
-  auto error = [](std::string m) { return host_result<fs::path>(boost::system::in_place_error, std::move(m)); };
+  auto error = [](std::string m) { return base::result<fs::path>(boost::system::in_place_error, std::move(m)); };
   fs::path p = "/etc/resolv.conf";
   for (int hops = 0; hops < 16; ++hops) {
     std::error_code ec;
     const auto st = fs::symlink_status(p, ec);
-    if (ec || !fs::is_symlink(st)) return host_result<fs::path>(boost::system::in_place_value, p);
+    if (ec || !fs::is_symlink(st)) return base::result<fs::path>(boost::system::in_place_value, p);
     auto target = fs::read_symlink(p, ec);
     if (ec) return error("cannot read the symlink " + p.string() + ": " + ec.message());
     p = (target.is_absolute() ? target : p.parent_path() / target).lexically_normal();
@@ -106,7 +106,7 @@ boost::system::result<fs::path, command_error> find_command(const std::string& c
   return command_error{127, cmd + ": command not found"};
 }
 
-host_result<void> copy_tree(const fs::path& from, const fs::path& to) {
+base::result<void> copy_tree(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_directory(to, ec);
   if (ec) return "cannot create " + to.string() + ": " + ec.message();

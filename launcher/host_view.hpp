@@ -2,6 +2,7 @@
 // What the sandbox's filesystem is made of, read from the host: which system directories
 // exist (and which are merged-/usr symlinks), which secret files in /etc to cover, where
 // /etc/resolv.conf really lives, where CMD is; and the disposable copy for --copy-cwd.
+#include "base/result.hpp"
 #include "launcher/bwrap_args.hpp"
 
 #include <boost/system/result.hpp>
@@ -13,9 +14,6 @@
 
 namespace airlock::launcher {
 
-template <typename T>
-using host_result = boost::system::result<T, std::string>;
-
 // /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32, /etc, /opt as far as they exist.
 std::vector<system_entry> system_entries();
 
@@ -25,7 +23,7 @@ std::vector<std::filesystem::path> masked_files();
 
 // The path /etc/resolv.conf resolves to (following symlinks, e.g. into /run/systemd),
 // which is where the sandbox's own resolv.conf must be placed.
-host_result<std::filesystem::path> resolv_conf_target();
+base::result<std::filesystem::path> resolv_conf_target();
 
 // CMD as execve will find it with `path_var`: errors say "command not found" (exit 127)
 // or "not executable" (exit 126) in `not_found`.
@@ -50,6 +48,6 @@ bool has_pem_certificate(std::string_view pem);
 
 // Copies a directory tree (files, directories, symlinks; modes and modification times),
 // for --copy-cwd.
-host_result<void> copy_tree(const std::filesystem::path& from, const std::filesystem::path& to);
+base::result<void> copy_tree(const std::filesystem::path& from, const std::filesystem::path& to);
 
 }  // namespace airlock::launcher

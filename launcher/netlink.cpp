@@ -1,5 +1,6 @@
 #include "launcher/netlink.hpp"
 
+#include "base/errno_text.hpp"
 #include "launcher/netlink_message.hpp"
 
 #include <linux/if.h>
@@ -45,27 +46,27 @@ boost::asio::ip::address_v4 read_v4(const char* p, std::size_t len) {
 
 }  // namespace
 
-nl_result<rtnetlink> rtnetlink::open() {
+base::result<rtnetlink> rtnetlink::open() {
   base::unique_fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
-  if (!fd) return nl_result<rtnetlink>(boost::system::in_place_error, kernel_error("netlink socket", errno));
+  if (!fd) return base::result<rtnetlink>(boost::system::in_place_error, kernel_error("netlink socket", errno));
   sockaddr_nl local{};
   local.nl_family = AF_NETLINK;
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0)
-    return nl_result<rtnetlink>(boost::system::in_place_error, kernel_error("netlink bind", errno));
+    return base::result<rtnetlink>(boost::system::in_place_error, kernel_error("netlink bind", errno));
   return rtnetlink(std::move(fd));
 }
 
-nl_result<int> rtnetlink::transact(std::vector<char>& message) {
+base::result<int> rtnetlink::transact(std::vector<char>& message) {
   const auto seq = seq_++;
   std::memcpy(message.data() + offsetof(nlmsghdr, nlmsg_seq), &seq, sizeof seq);
   if (::send(fd_.get(), message.data(), message.size(), 0) < 0)
-    return nl_result<int>(boost::system::in_place_error, kernel_error("netlink send", errno));
+    return base::result<int>(boost::system::in_place_error, kernel_error("netlink send", errno));
   std::array<char, 8192> buf{};
   for (int reads = 0; reads < 64; ++reads) {
     const auto n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return nl_result<int>(boost::system::in_place_error, kernel_error("netlink recv", errno));
+      return base::result<int>(boost::system::in_place_error, kernel_error("netlink recv", errno));
     }
     std::optional<int> answer;
     for_each_message(buf.data(), static_cast<std::size_t>(n),
@@ -78,10 +79,10 @@ nl_result<int> rtnetlink::transact(std::vector<char>& message) {
                      });
     if (answer) return *answer;
   }
-  return nl_result<int>(boost::system::in_place_error, std::string("netlink: no acknowledgement from the kernel"));
+  return base::result<int>(boost::system::in_place_error, std::string("netlink: no acknowledgement from the kernel"));
 }
 
-nl_result<void> rtnetlink::create_veth(const std::string& name, const std::string& peer, int peer_netns_fd) {
+base::result<void> rtnetlink::create_veth(const std::string& name, const std::string& peer, int peer_netns_fd) {
   request r(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
   r.add_struct(ifinfomsg{});
   r.add_string(IFLA_IFNAME, name);
@@ -101,7 +102,7 @@ nl_result<void> rtnetlink::create_veth(const std::string& name, const std::strin
   return {};
 }
 
-nl_result<int> rtnetlink::link_index(const std::string& name) {
+base::result<int> rtnetlink::link_index(const std::string& name) {
   // RTM_GETLINK answers with the link itself, then the acknowledgement.
   request r(RTM_GETLINK, 0);
   r.add_struct(ifinfomsg{});
@@ -110,7 +111,7 @@ nl_result<int> rtnetlink::link_index(const std::string& name) {
   const auto seq = seq_++;
   std::memcpy(m.data() + offsetof(nlmsghdr, nlmsg_seq), &seq, sizeof seq);
   if (::send(fd_.get(), m.data(), m.size(), 0) < 0)
-    return nl_result<int>(boost::system::in_place_error, kernel_error("netlink send", errno));
+    return base::result<int>(boost::system::in_place_error, kernel_error("netlink send", errno));
   std::array<char, 8192> buf{};
   std::optional<int> index;
   std::optional<int> error;
@@ -118,7 +119,7 @@ nl_result<int> rtnetlink::link_index(const std::string& name) {
     const auto n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return nl_result<int>(boost::system::in_place_error, kernel_error("netlink recv", errno));
+      return base::result<int>(boost::system::in_place_error, kernel_error("netlink recv", errno));
     }
     for_each_message(buf.data(), static_cast<std::size_t>(n),
                      [&](const nlmsghdr& h, const char* data, std::size_t len) {
@@ -141,7 +142,7 @@ nl_result<int> rtnetlink::link_index(const std::string& name) {
   return *index;
 }
 
-nl_result<void> rtnetlink::link_up(int index) {
+base::result<void> rtnetlink::link_up(int index) {
   request r(RTM_NEWLINK, 0);
   ifinfomsg info{};
   info.ifi_index = index;
@@ -154,7 +155,7 @@ nl_result<void> rtnetlink::link_up(int index) {
   return {};
 }
 
-nl_result<bool> rtnetlink::delete_link(const std::string& name) {
+base::result<bool> rtnetlink::delete_link(const std::string& name) {
   request r(RTM_DELLINK, 0);
   r.add_struct(ifinfomsg{});
   r.add_string(IFLA_IFNAME, name);
@@ -180,7 +181,7 @@ request address_request(std::uint16_t type, std::uint16_t flags, int index, boos
 }
 }  // namespace
 
-nl_result<void> rtnetlink::add_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix) {
+base::result<void> rtnetlink::add_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix) {
   auto r = address_request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, index, address, prefix);
   r.add_v4(IFA_ADDRESS, address);
   auto e = transact(r.finish());
@@ -189,7 +190,7 @@ nl_result<void> rtnetlink::add_address(int index, boost::asio::ip::address_v4 ad
   return {};
 }
 
-nl_result<void> rtnetlink::delete_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix) {
+base::result<void> rtnetlink::delete_address(int index, boost::asio::ip::address_v4 address, std::uint8_t prefix) {
   auto r = address_request(RTM_DELADDR, 0, index, address, prefix);
   auto e = transact(r.finish());
   if (!e) return e.error();
@@ -218,7 +219,7 @@ request route_request(std::uint16_t type, std::uint16_t flags, const ipv4_route&
 }
 }  // namespace
 
-nl_result<void> rtnetlink::add_route(const ipv4_route& route) {
+base::result<void> rtnetlink::add_route(const ipv4_route& route) {
   auto r = route_request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, route);
   auto e = transact(r.finish());
   if (!e) return e.error();
@@ -230,7 +231,7 @@ nl_result<void> rtnetlink::add_route(const ipv4_route& route) {
   return {};
 }
 
-nl_result<void> rtnetlink::delete_route(const ipv4_route& route) {
+base::result<void> rtnetlink::delete_route(const ipv4_route& route) {
   auto r = route_request(RTM_DELROUTE, 0, route);
   auto e = transact(r.finish());
   if (!e) return e.error();
@@ -238,7 +239,7 @@ nl_result<void> rtnetlink::delete_route(const ipv4_route& route) {
   return {};
 }
 
-nl_result<std::vector<ipv4_route>> rtnetlink::default_routes() {
+base::result<std::vector<ipv4_route>> rtnetlink::default_routes() {
   request r(RTM_GETROUTE, NLM_F_DUMP);
   rtmsg m{};
   m.rtm_family = AF_INET;
@@ -247,7 +248,7 @@ nl_result<std::vector<ipv4_route>> rtnetlink::default_routes() {
   const auto seq = seq_++;
   std::memcpy(msg.data() + offsetof(nlmsghdr, nlmsg_seq), &seq, sizeof seq);
   if (::send(fd_.get(), msg.data(), msg.size(), 0) < 0)
-    return nl_result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("netlink send", errno));
+    return base::result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("netlink send", errno));
   std::vector<ipv4_route> out;
   std::vector<char> buf(32768);
   bool done = false;
@@ -256,7 +257,7 @@ nl_result<std::vector<ipv4_route>> rtnetlink::default_routes() {
     const auto n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return nl_result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("netlink recv", errno));
+      return base::result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("netlink recv", errno));
     }
     for_each_message(buf.data(), static_cast<std::size_t>(n),
                      [&](const nlmsghdr& h, const char* data, std::size_t len) {
@@ -288,7 +289,7 @@ nl_result<std::vector<ipv4_route>> rtnetlink::default_routes() {
                      });
   }
   if (error && *error != 0)
-    return nl_result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("list routes", *error));
+    return base::result<std::vector<ipv4_route>>(boost::system::in_place_error, kernel_error("list routes", *error));
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "launcher/netns.hpp"
 
+#include "base/errno_text.hpp"
+
 #include <fcntl.h>
 #include <linux/nsfs.h>
 #include <sched.h>
@@ -15,14 +17,14 @@ namespace airlock::launcher {
 namespace {
 
 template <typename T>
-nl_result<T> fail(std::string message) {
-  return nl_result<T>(boost::system::in_place_error, std::move(message));
+base::result<T> fail(std::string message) {
+  return base::result<T>(boost::system::in_place_error, std::move(message));
 }
 
 // Writes a sysctl of the calling thread's network namespace (/proc/sys/net is per
 // namespace, looked up through the opening thread). A kernel without IPv6 has no such
 // file, which is as good as disabled.
-nl_result<void> write_net_sysctl(const char* path, const char* value) {
+base::result<void> write_net_sysctl(const char* path, const char* value) {
   base::unique_fd fd(::open(path, O_WRONLY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) return {};
@@ -35,8 +37,8 @@ nl_result<void> write_net_sysctl(const char* path, const char* value) {
 
 }  // namespace
 
-nl_result<sandbox_netns> create_netns(const std::filesystem::path& pin) {
-  std::optional<nl_result<sandbox_netns>> made;
+base::result<sandbox_netns> create_netns(const std::filesystem::path& pin) {
+  std::optional<base::result<sandbox_netns>> made;
   // unshare() moves only the calling thread, so a short-lived helper does it and hands
   // back an fd to the namespace and a netlink socket opened inside it.
   std::thread helper([&] {
@@ -91,7 +93,7 @@ nl_result<sandbox_netns> create_netns(const std::filesystem::path& pin) {
   return std::move(*made);
 }
 
-nl_result<bool> remove_netns_pin(const std::filesystem::path& pin) {
+base::result<bool> remove_netns_pin(const std::filesystem::path& pin) {
   // MNT_DETACH: a process that still has it open (ip netns exec in another shell) keeps
   // its view; the name is gone at once. EINVAL: not a mount point here (the pin was made
   // in another mount namespace, or half-made); the file still goes.
@@ -104,7 +106,7 @@ nl_result<bool> remove_netns_pin(const std::filesystem::path& pin) {
   return true;
 }
 
-nl_result<base::unique_fd> open_netns(const std::string& path_or_name) {
+base::result<base::unique_fd> open_netns(const std::string& path_or_name) {
   std::string path = path_or_name;
   if (path.find('/') == std::string::npos) path = std::string(netns_dir) + "/" + path;
   base::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -125,8 +127,8 @@ std::string netns_identity(int fd) {
   return "net:[" + std::to_string(st.st_ino) + "]";
 }
 
-nl_result<void> run_in_netns(int fd, const std::function<nl_result<void>()>& work) {
-  std::optional<nl_result<void>> out;
+base::result<void> run_in_netns(int fd, const std::function<base::result<void>()>& work) {
+  std::optional<base::result<void>> out;
   std::thread helper([&] {
     if (::setns(fd, CLONE_NEWNET) != 0) {
       out = fail<void>("enter network namespace: " + base::errno_text());

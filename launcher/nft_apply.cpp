@@ -1,5 +1,7 @@
 #include "launcher/nft_apply.hpp"
 
+#include "base/errno_text.hpp"
+#include "base/trim.hpp"
 #include "base/unique_fd.hpp"
 #include "launcher/netlink_message.hpp"
 
@@ -58,31 +60,24 @@ struct ctx_deleter {
   void operator()(nft_ctx* c) const noexcept { nft_ctx_free(c); }
 };
 
-std::string trimmed(const char* text) {
-  std::string s = text != nullptr ? text : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 }  // namespace
 
-boost::system::result<void, std::string> nft_run(const std::string& commands) {
+base::result<void> nft_run(const std::string& commands) {
   std::unique_ptr<nft_ctx, ctx_deleter> ctx(nft_ctx_new(NFT_CTX_DEFAULT));
   if (!ctx) return std::string("nftables: cannot create a context");
   nft_ctx_buffer_output(ctx.get());
   nft_ctx_buffer_error(ctx.get());
   if (nft_run_cmd_from_buffer(ctx.get(), commands.c_str()) != 0) {
-    auto e = trimmed(nft_ctx_get_error_buffer(ctx.get()));
-    return "nftables: " + (e.empty() ? std::string("the kernel refused the ruleset") : e);
+    const char* buffer = nft_ctx_get_error_buffer(ctx.get());
+    const auto e = base::trim(buffer != nullptr ? buffer : "");
+    return "nftables: " + (e.empty() ? std::string("the kernel refused the ruleset") : std::string(e));
   }
   return {};
 }
 
-boost::system::result<bool, std::string> nft_delete_table(const std::string& table, bool defer_close) {
+base::result<bool> nft_delete_table(const std::string& table, bool defer_close) {
   using netlink_detail::request;
-  auto fail = [](std::string m) {
-    return boost::system::result<bool, std::string>(boost::system::in_place_error, std::move(m));
-  };
+  auto fail = [](std::string m) { return base::result<bool>(boost::system::in_place_error, std::move(m)); };
   base::unique_fd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
   if (!fd) return fail("nftables: netlink socket: " + base::errno_text());
   sockaddr_nl local{};

@@ -7,14 +7,14 @@
 // depends on which `nft` is first in PATH. Why not libnftnl directly: the rules stay the
 // readable text that `airlock nft-rules` prints and the tests read, parsed by the same
 // parser as `nft -f`.
-#include <boost/system/result.hpp>
+#include "base/result.hpp"
 
 #include <string>
 
 namespace airlock::launcher {
 
 // Runs `commands` (nft syntax); the error is nft's own message.
-boost::system::result<void, std::string> nft_run(const std::string& commands);
+base::result<void> nft_run(const std::string& commands);
 
 // Deletes `table` (family inet) with one nfnetlink batch (no libnftables context, no
 // cache dump); true when it existed. It is gone from the ruleset when this returns.
@@ -24,6 +24,6 @@ boost::system::result<void, std::string> nft_run(const std::string& commands);
 // 5-15 ms. With `defer_close`, the socket is handed to a helper process that closes it
 // once airlock has closed its own descriptors (it holds no other file and exits at once
 // after), so the wait happens outside airlock's wall time. For `airlock run` only.
-boost::system::result<bool, std::string> nft_delete_table(const std::string& table, bool defer_close = false);
+base::result<bool> nft_delete_table(const std::string& table, bool defer_close = false);
 
 }  // namespace airlock::launcher

@@ -15,10 +15,10 @@ bool safe_name(const std::string& s, std::size_t max) {
 
 }  // namespace
 
-boost::system::result<std::string, std::string> render(const gateway_rules& g) {
+base::result<std::string> render(const gateway_rules& g) {
   // result<string, string> cannot guess which side a string is: say it.
   auto refuse = [](std::string message) {
-    return boost::system::result<std::string, std::string>(boost::system::in_place_error, std::move(message));
+    return base::result<std::string>(boost::system::in_place_error, std::move(message));
   };
   if (!safe_name(g.iface, 15)) return refuse("interface name '" + g.iface + "': expected 1-15 of [A-Za-z0-9_.-]");
   std::string table = g.table;
@@ -94,7 +94,7 @@ boost::system::result<std::string, std::string> render(const gateway_rules& g) {
          in + "counter drop\n" + "    oifname \"" + g.iface + "\" counter drop\n" +
          "  }\n"
          "}\n";
-  return boost::system::result<std::string, std::string>(boost::system::in_place_value, std::move(out));
+  return base::result<std::string>(boost::system::in_place_value, std::move(out));
 }
 
 }  // namespace airlock::launcher

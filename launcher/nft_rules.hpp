@@ -2,7 +2,7 @@
 // The gateway's nftables table for one sandbox interface, as text for `nft -f -`
 // (applied in one transaction, so never half-installed). Pure: unit-tested on its text,
 // used by `airlock nft-rules`, the demo and the end-to-end tests, and by the launcher.
-#include <boost/system/result.hpp>
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <string>
@@ -31,6 +31,6 @@ inline constexpr unsigned tproxy_mark = 0x1a1;
 
 // The ruleset, or a message naming the bad field (interface or table names outside
 // [A-Za-z0-9_.-] could smuggle nft syntax, so they are refused, not quoted).
-boost::system::result<std::string, std::string> render(const gateway_rules& g);
+base::result<std::string> render(const gateway_rules& g);
 
 }  // namespace airlock::launcher

@@ -1,5 +1,7 @@
 #include "launcher/sandbox.hpp"
 
+#include "base/errno_text.hpp"
+#include "base/small_file.hpp"
 #include "launcher/bwrap_args.hpp"
 #include "launcher/child.hpp"
 #include "launcher/env_filter.hpp"
@@ -21,17 +23,14 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <future>
 #include <span>
-#include <sstream>
 #include <system_error>
 
 namespace airlock::launcher {
 namespace fs = std::filesystem;
 namespace {
 
-using step_result = boost::system::result<void, std::string>;
 using clock = std::chrono::steady_clock;
 
 void say(const std::string& line) { std::fprintf(stderr, "airlock: %s\n", line.c_str()); }
@@ -50,23 +49,21 @@ bool port_taken(boost::asio::ip::address_v4 address, std::uint16_t port, int typ
 }
 
 // A sealed in-memory file for bwrap's --ro-bind-data, read from its start.
-boost::system::result<base::unique_fd, std::string> memory_file(const char* name, const std::string& content) {
+base::result<base::unique_fd> memory_file(const char* name, const std::string& content) {
   base::unique_fd fd(::memfd_create(name, MFD_CLOEXEC));
   if (!fd)
-    return boost::system::result<base::unique_fd, std::string>(boost::system::in_place_error,
-                                                               std::string("memfd: ") + base::errno_text());
+    return base::result<base::unique_fd>(boost::system::in_place_error, std::string("memfd: ") + base::errno_text());
   if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
       ::lseek(fd.get(), 0, SEEK_SET) != 0)
-    return boost::system::result<base::unique_fd, std::string>(boost::system::in_place_error,
-                                                               std::string("memfd write: ") + base::errno_text());
+    return base::result<base::unique_fd>(boost::system::in_place_error,
+                                         std::string("memfd write: ") + base::errno_text());
   return fd;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+// A file that cannot be read reads as empty (and then holds no certificate).
+std::string text_of(const fs::path& p) {
+  auto text = base::read_file(p);
+  return text ? std::move(*text) : std::string();
 }
 
 fs::path home_directory(std::span<const std::string> env) {
@@ -106,16 +103,16 @@ class sandbox {
     say(std::string(step) + ": " + why + "; CMD was not started");
     return exit_setup_failed;
   }
-  step_result plan_filesystem();
-  step_result make_cgroups();
-  step_result make_copy();
-  step_result make_network();
-  step_result ask_running_daemon(const daemon_source& daemons);
-  step_result reach_daemon(const daemon_source& daemons);
-  step_result stage_inspection_ca();
-  step_result install_rules();
-  step_result register_session();
-  step_result start_child();
+  base::result<void> plan_filesystem();
+  base::result<void> make_cgroups();
+  base::result<void> make_copy();
+  base::result<void> make_network();
+  base::result<void> ask_running_daemon(const daemon_source& daemons);
+  base::result<void> reach_daemon(const daemon_source& daemons);
+  base::result<void> stage_inspection_ca();
+  base::result<void> install_rules();
+  base::result<void> register_session();
+  base::result<void> start_child();
   std::optional<int> pending_signal();
   void summarize(const child_outcome& outcome, int status, clock::duration took);
   void teardown();
@@ -247,7 +244,7 @@ int sandbox::run(const daemon_source& daemons) {
   return status;
 }
 
-step_result sandbox::plan_filesystem() {
+base::result<void> sandbox::plan_filesystem() {
   home_ = home_directory(parent_env_);
   std::error_code ec;
   cwd_ = fs::current_path(ec);
@@ -268,7 +265,7 @@ step_result sandbox::plan_filesystem() {
   return {};
 }
 
-step_result sandbox::make_cgroups() {
+base::result<void> sandbox::make_cgroups() {
   // Only limits need cgroups; without any, the pid namespace alone holds the workload and
   // dies with it.
   if (!o_.limits.any()) return {};
@@ -282,7 +279,7 @@ step_result sandbox::make_cgroups() {
   return {};
 }
 
-step_result sandbox::make_copy() {
+base::result<void> sandbox::make_copy() {
   if (o_.cwd != cwd_mode::copy) return {};
   const fs::path copy = fs::path("/var/tmp") / ("airlock-copy-" + record_->id);
   record_->copy_dir = copy.string();
@@ -293,7 +290,7 @@ step_result sandbox::make_copy() {
   return {};
 }
 
-step_result sandbox::make_network() {
+base::result<void> sandbox::make_network() {
   auto ns = create_netns(record_->netns);
   if (!ns) return ns.error();
   netns_.emplace(std::move(*ns));
@@ -324,7 +321,7 @@ step_result sandbox::make_network() {
   return {};
 }
 
-step_result sandbox::ask_running_daemon(const daemon_source& daemons) {
+base::result<void> sandbox::ask_running_daemon(const daemon_source& daemons) {
   auto link = daemons.running();
   if (!link) return {};
   daemon_ = std::move(*link);
@@ -334,7 +331,7 @@ step_result sandbox::ask_running_daemon(const daemon_source& daemons) {
   return {};
 }
 
-step_result sandbox::reach_daemon(const daemon_source& daemons) {
+base::result<void> sandbox::reach_daemon(const daemon_source& daemons) {
   if (!daemon_.api) {
     auto link = daemons.embedded(gateway_);
     if (!link) return link.error();
@@ -359,7 +356,7 @@ step_result sandbox::reach_daemon(const daemon_source& daemons) {
   return {};
 }
 
-step_result sandbox::stage_inspection_ca() {
+base::result<void> sandbox::stage_inspection_ca() {
   // The daemon terminates TLS for some rule: listeners() names its CA (GET /v1/info for a
   // running daemon, the config for an embedded one). Both files CMD gets are copied into
   // memfds now, not bound from the daemon's ca_dir (which holds the key too): one snapshot
@@ -368,7 +365,7 @@ step_result sandbox::stage_inspection_ca() {
   // still verify); Node adds NODE_EXTRA_CA_CERTS to its own store, so that one is the CA.
   if (ports_.inspection_ca.empty()) return {};
   const fs::path ca_path = ports_.inspection_ca;
-  const auto ca = read_file(ca_path);
+  const auto ca = text_of(ca_path);
   if (!has_pem_certificate(ca))
     return "cannot read a PEM certificate in " + ca_path.string() + ", the CA " + daemon_.description +
            " inspects with (a relative ca_dir is relative to the daemon's working directory)";
@@ -378,14 +375,14 @@ step_result sandbox::stage_inspection_ca() {
         "airlock's CA alone, so hosts that are not inspected will not verify");
   auto ca_fd = memory_file("airlock-ca.crt", ca);
   if (!ca_fd) return ca_fd.error();
-  auto bundle_fd = memory_file("airlock-bundle.crt", ca_bundle(roots_path.empty() ? "" : read_file(roots_path), ca));
+  auto bundle_fd = memory_file("airlock-bundle.crt", ca_bundle(roots_path.empty() ? "" : text_of(roots_path), ca));
   if (!bundle_fd) return bundle_fd.error();
   ca_file_ = std::move(*ca_fd);
   ca_bundle_ = std::move(*bundle_fd);
   return {};
 }
 
-step_result sandbox::install_rules() {
+base::result<void> sandbox::install_rules() {
   gateway_rules g;
   g.iface = record_->veth;
   g.table = record_->nft_table;
@@ -399,7 +396,7 @@ step_result sandbox::install_rules() {
   return {};
 }
 
-step_result sandbox::register_session() {
+base::result<void> sandbox::register_session() {
   control::session_request req;
   req.id = o_.session_id;
   req.sources = {record_->sandbox_ip + "/32"};
@@ -414,7 +411,7 @@ step_result sandbox::register_session() {
   return store_.save(*record_);
 }
 
-step_result sandbox::start_child() {
+base::result<void> sandbox::start_child() {
   // resolv.conf points at the gateway, where the nft table sends port 53 to airlock's DNS.
   auto resolv_target = resolv_conf_target();
   if (!resolv_target) return resolv_target.error();

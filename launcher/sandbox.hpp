@@ -3,6 +3,7 @@
 // namespace and its veth, reach a daemon, install the gateway's nft table, register the
 // session, start CMD under bubblewrap, wait, and take every piece down again, in reverse,
 // whatever happened. Any step that fails stops the run before CMD starts and names itself.
+#include "base/result.hpp"
 #include "control/session_api.hpp"
 #include "launcher/address_pool.hpp"
 #include "launcher/cgroup.hpp"
@@ -68,7 +69,7 @@ struct daemon_link {
 // listens there).
 struct daemon_source {
   std::function<std::optional<daemon_link>()> running;  // nothing: none answers (the caller says so)
-  std::function<boost::system::result<daemon_link, std::string>(const boost::asio::ip::address_v4& gateway)> embedded;
+  std::function<base::result<daemon_link>(const boost::asio::ip::address_v4& gateway)> embedded;
 };
 
 // Runs CMD in a fresh sandbox; returns airlock's exit status.

@@ -1,5 +1,7 @@
 #include "launcher/state.hpp"
 
+#include "base/errno_text.hpp"
+#include "base/small_file.hpp"
 #include "base/unique_fd.hpp"
 
 #include <fcntl.h>
@@ -22,8 +24,8 @@ namespace fs = std::filesystem;
 namespace {
 
 template <typename T>
-boost::system::result<T, std::string> fail(std::string message) {
-  return boost::system::result<T, std::string>(boost::system::in_place_error, std::move(message));
+base::result<T> fail(std::string message) {
+  return base::result<T>(boost::system::in_place_error, std::move(message));
 }
 
 template <typename N>
@@ -73,7 +75,7 @@ std::string to_text(const sandbox_record& r) {
   return out;
 }
 
-boost::system::result<sandbox_record, std::string> parse_record(const std::string& text) {
+base::result<sandbox_record> parse_record(const std::string& text) {
   sandbox_record r;
   std::istringstream in(text);
   std::string line;
@@ -117,9 +119,9 @@ std::string new_sandbox_id() {
 }
 
 std::uint64_t process_start_time(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return 0;
+  const auto read = base::read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!read) return 0;
+  const std::string& stat = *read;
   // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
   const auto close = stat.rfind(')');
   if (close == std::string::npos) return 0;
@@ -139,8 +141,7 @@ bool owner_alive(const sandbox_record& r) {
   return t != 0 && t == r.start_time;
 }
 
-boost::system::result<sandbox_record, std::string> state_store::reserve(const address_pool& pool,
-                                                                        sandbox_record r) const {
+base::result<sandbox_record> state_store::reserve(const address_pool& pool, sandbox_record r) const {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec)
@@ -181,7 +182,7 @@ boost::system::result<sandbox_record, std::string> state_store::reserve(const ad
   return r;
 }
 
-boost::system::result<void, std::string> state_store::save(const sandbox_record& r) const {
+base::result<void> state_store::save(const sandbox_record& r) const {
   const auto file = file_for(r.id);
   const auto tmp = fs::path(file.string() + ".tmp");
   {
@@ -206,10 +207,8 @@ std::vector<sandbox_record> state_store::list(std::vector<std::string>* errors) 
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (e.path().extension() != ".state") continue;
-    std::ifstream in(e.path());
-    std::stringstream s;
-    s << in.rdbuf();
-    auto r = parse_record(s.str());
+    const auto text = base::read_file(e.path());
+    auto r = parse_record(text ? *text : std::string());
     if (r) out.push_back(std::move(*r));
     else if (errors != nullptr) errors->push_back(e.path().string() + ": " + r.error());
   }

@@ -3,9 +3,8 @@
 // sandbox under /run/airlock/sandboxes, with the pid (and start time) of the airlock that
 // owns it. Address allocation reads them under an flock, so concurrent `airlock run`s
 // never get the same block; `airlock gc` removes what a dead owner left behind.
+#include "base/result.hpp"
 #include "launcher/address_pool.hpp"
-
-#include <boost/system/result.hpp>
 
 #include <sys/types.h>
 
@@ -40,7 +39,7 @@ struct sandbox_record {
 // The record as "key=value" lines, and back (unknown keys are ignored, so an older gc
 // reads a newer record).
 std::string to_text(const sandbox_record& r);
-boost::system::result<sandbox_record, std::string> parse_record(const std::string& text);
+base::result<sandbox_record> parse_record(const std::string& text);
 
 // Names derived from an id: netns pin, veth (<= 15 characters) and nft table.
 std::string netns_pin_for(const std::string& id);
@@ -62,9 +61,9 @@ class state_store {
 
   // Picks the first free /30 of `pool` and writes `r` (with id, addresses, names, pid
   // filled in) before returning, all under the lock.
-  boost::system::result<sandbox_record, std::string> reserve(const address_pool& pool, sandbox_record r) const;
+  base::result<sandbox_record> reserve(const address_pool& pool, sandbox_record r) const;
   // Rewrites a record (atomically: write, then rename).
-  boost::system::result<void, std::string> save(const sandbox_record& r) const;
+  base::result<void> save(const sandbox_record& r) const;
   void remove(const std::string& id) const { remove_record(id); }
   void remove_record(const std::string& id) const;
   // Every record, with the file it came from; unreadable files are reported in `errors`.

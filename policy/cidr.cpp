@@ -7,7 +7,7 @@ namespace {
 
 using boost::asio::ip::address;
 
-boost::system::result<address, std::string> parse_address(std::string_view text) {
+base::result<address> parse_address(std::string_view text) {
   boost::system::error_code ec;
   auto a = boost::asio::ip::make_address(std::string(text), ec);
   if (ec) return "'" + std::string(text) + "' is not an IP address";
@@ -41,7 +41,7 @@ bool host_bits_zero(const Bytes& b, unsigned prefix) {
 
 }  // namespace
 
-boost::system::result<cidr, std::string> cidr::parse(std::string_view text) {
+base::result<cidr> cidr::parse(std::string_view text) {
   auto slash = text.find('/');
   auto addr = parse_address(text.substr(0, slash));
   if (!addr.has_value()) return addr.error();
@@ -72,7 +72,7 @@ bool cidr::contains(const address& a) const noexcept {
 
 std::string cidr::to_string() const { return network.to_string() + "/" + std::to_string(prefix); }
 
-boost::system::result<endpoint_config, std::string> endpoint_config::parse(std::string_view text) {
+base::result<endpoint_config> endpoint_config::parse(std::string_view text) {
   std::string_view host;
   std::string_view port;
   if (!text.empty() && text.front() == '[') {

@@ -1,7 +1,8 @@
 #pragma once
 // An address prefix ("10.0.0.0/8", "2001:db8::/32", a bare address = a host prefix).
+#include "base/result.hpp"
+
 #include <boost/asio/ip/address.hpp>
-#include <boost/system/result.hpp>
 
 #include <cstdint>
 #include <string>
@@ -15,7 +16,7 @@ struct cidr {
 
   // Parses "ADDR/LEN" or "ADDR"; host bits set below the prefix are an error (a typo
   // like 10.0.0.1/8 usually means something other than 10.0.0.0/8).
-  static boost::system::result<cidr, std::string> parse(std::string_view text);
+  static base::result<cidr> parse(std::string_view text);
 
   bool contains(const boost::asio::ip::address& a) const noexcept;
   std::string to_string() const;
@@ -26,7 +27,7 @@ struct cidr {
 struct endpoint_config {
   boost::asio::ip::address address;
   std::uint16_t port = 0;
-  static boost::system::result<endpoint_config, std::string> parse(std::string_view text);
+  static base::result<endpoint_config> parse(std::string_view text);
   std::string to_string() const;
 };
 

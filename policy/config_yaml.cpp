@@ -1,5 +1,6 @@
 // YAML -> config. Strict: unknown keys are errors with a "did you mean", every error
 // names FILE:LINE:COL, and all errors of a file are reported at once.
+#include "base/small_file.hpp"
 #include "policy/config.hpp"
 #include "policy/credential_yaml.hpp"
 #include "policy/families.hpp"
@@ -9,9 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace airlock::policy {
 namespace {
@@ -415,13 +414,11 @@ config_result load_config_text(std::string_view text, const std::string& file) {
 }
 
 config_result load_config_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  const auto text = base::read_file(path);
+  if (!text)
     return std::vector<config_error>{
         {{path.string(), 0, 0}, "cannot open the file (does it exist and is it readable?)"}};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_config_text(text.str(), path.string());
+  return load_config_text(*text, path.string());
 }
 
 }  // namespace airlock::policy

@@ -1,5 +1,9 @@
 #include "policy/credential_yaml.hpp"
 
+#include "base/errno_text.hpp"
+#include "base/file_mode.hpp"
+#include "base/small_file.hpp"
+#include "base/unique_fd.hpp"
 #include "policy/host_port.hpp"
 #include "policy/request_target.hpp"
 #include "policy/rule_yaml.hpp"
@@ -8,19 +12,16 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <utility>
 
 namespace airlock::policy::detail {
 namespace {
 
-using secret_result = boost::system::result<std::string, std::string>;
-
-secret_result fail(std::string message) { return secret_result(boost::system::in_place_error, std::move(message)); }
+base::result<std::string> fail(std::string message) {
+  return base::result<std::string>(boost::system::in_place_error, std::move(message));
+}
 
 bool is_tchar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -77,46 +78,30 @@ const rule_config* inspecting_rule(const policy_config& p, const std::string& ho
   return nullptr;
 }
 
-std::string octal_mode(unsigned mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", mode & 07777u);
-  return buf;
-}
-
 }  // namespace
 
-secret_result read_secret_file(const std::string& path) {
+base::result<std::string> read_secret_file(const std::string& path) {
   const std::string quoted = "'" + path + "'";
   if (!path.starts_with("/")) return fail(quoted + ": expected an absolute path");
   // Only a regular file is ever opened: opening a device can act (a watchdog starts, a
   // tape rewinds) and a FIFO would wait. Then the opened file is checked again, so what
   // is read is what was checked.
   struct stat before {};
-  if (::stat(path.c_str(), &before) != 0) return fail(quoted + ": cannot open (" + std::strerror(errno) + ")");
+  if (::stat(path.c_str(), &before) != 0) return fail(quoted + ": cannot open (" + base::errno_text() + ")");
   if (!S_ISREG(before.st_mode)) return fail(quoted + " is not a regular file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return fail(quoted + ": cannot open (" + std::strerror(errno) + ")");
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } guard{fd};
+  const base::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) return fail(quoted + ": cannot open (" + base::errno_text() + ")");
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return fail(quoted + ": cannot stat (" + std::strerror(errno) + ")");
+  if (::fstat(fd.get(), &st) != 0) return fail(quoted + ": cannot stat (" + base::errno_text() + ")");
   if (!S_ISREG(st.st_mode) || st.st_dev != before.st_dev || st.st_ino != before.st_ino)
     return fail(quoted + " changed while it was read; try again");
-  if ((st.st_mode & 077) != 0)
-    return fail(quoted + " has mode " + octal_mode(st.st_mode) +
+  if (!base::is_private(st))
+    return fail(quoted + " has mode " + base::octal_mode(st.st_mode) +
                 ", open to group or others; a secret file must be private to its owner: run 'chmod 600 " + path + "'");
-  std::string value(max_secret_bytes + 1, '\0');
-  std::size_t got = 0;
-  while (got < value.size()) {
-    const auto n = ::read(fd, value.data() + got, value.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(quoted + ": cannot read (" + std::strerror(errno) + ")");
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  value.resize(got);
+  // One byte past the bound tells a secret too long in this file's own words.
+  auto read = base::read_file(fd.get(), max_secret_bytes + 1, base::past_limit::cut);
+  if (!read) return fail(quoted + ": cannot read (" + read.error() + ")");
+  std::string value = std::move(*read);
   if (value.size() > max_secret_bytes)
     return fail(quoted + " is larger than " + std::to_string(max_secret_bytes) +
                 " bytes; a secret is one header value");
@@ -133,7 +118,7 @@ secret_result read_secret_file(const std::string& path) {
     if ((c < 0x20 && c != '\t') || c == 0x7f)
       return fail(quoted + " has a control character" + where + "; a header value is text");
   }
-  return secret_result(boost::system::in_place_value, std::move(value));
+  return base::result<std::string>(boost::system::in_place_value, std::move(value));
 }
 
 std::vector<credential_config> parse_credentials(yaml_reader& r, const YAML::Node& n, const std::string& where,

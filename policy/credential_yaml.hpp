@@ -1,9 +1,8 @@
 #pragma once
 // `policies.NAME.credentials:` from YAML, with the secret files read and checked.
 // Internal to policy/.
+#include "base/result.hpp"
 #include "policy/yaml_reader.hpp"
-
-#include <boost/system/result.hpp>
 
 namespace airlock::policy::detail {
 
@@ -15,7 +14,7 @@ std::vector<credential_config> parse_credentials(yaml_reader& r, const YAML::Nod
 // A secret file's value: an absolute path to a non-empty regular file that neither group
 // nor others may access, at most max_secret_bytes, one line (one trailing newline is
 // dropped). The error says what is wrong and how to fix it, never what the file holds.
-boost::system::result<std::string, std::string> read_secret_file(const std::string& path);
+base::result<std::string> read_secret_file(const std::string& path);
 
 inline constexpr std::size_t max_secret_bytes = 8192;
 

@@ -37,10 +37,10 @@ std::optional<host_port> parse_host_port(std::string_view text) {
   return out;
 }
 
-boost::system::result<rule_config, std::string> parse_host_pattern(std::string_view text) {
-  using result = boost::system::result<rule_config, std::string>;
+base::result<rule_config> parse_host_pattern(std::string_view text) {
   if (text.empty())
-    return result(boost::system::in_place_error, "empty host; write a name such as 'example.com' or '*.example.com'");
+    return base::result<rule_config>(boost::system::in_place_error,
+                                     "empty host; write a name such as 'example.com' or '*.example.com'");
   rule_config out;
   std::string_view name = text;
   out.type = rule_config::kind::host;
@@ -50,15 +50,17 @@ boost::system::result<rule_config, std::string> parse_host_pattern(std::string_v
   }
   const std::string quoted = "'" + std::string(text) + "'";
   if (name.find('*') != std::string_view::npos)
-    return result(boost::system::in_place_error,
-                  "wildcard in the wrong place in " + quoted +
-                      "; only a leading '*.' is allowed (it matches subdomains at any depth), e.g. '*.example.com'");
+    return base::result<rule_config>(
+        boost::system::in_place_error,
+        "wildcard in the wrong place in " + quoted +
+            "; only a leading '*.' is allowed (it matches subdomains at any depth), e.g. '*.example.com'");
   if (is_ip_literal(name))
-    return result(boost::system::in_place_error,
-                  quoted + " is an address; write 'cidr: " + std::string(text) + "' instead");
+    return base::result<rule_config>(boost::system::in_place_error,
+                                     quoted + " is an address; write 'cidr: " + std::string(text) + "' instead");
   auto canonical = domain_name::parse(name);
   if (!canonical.has_value())
-    return result(boost::system::in_place_error, quoted + ": " + std::string(to_string(canonical.error())));
+    return base::result<rule_config>(boost::system::in_place_error,
+                                     quoted + ": " + std::string(to_string(canonical.error())));
   out.pattern = canonical->str();
   return out;
 }

@@ -11,8 +11,8 @@ namespace airlock::policy {
 namespace {
 
 template <typename T>
-parsed<T> refuse(std::string message) {
-  return parsed<T>(boost::system::in_place_error, std::move(message));
+base::result<T> refuse(std::string message) {
+  return base::result<T>(boost::system::in_place_error, std::move(message));
 }
 
 // A decimal number at the front of `s` ("12", "1.5", ".5"); consumes it.
@@ -57,7 +57,7 @@ char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned 
 
 }  // namespace
 
-parsed<std::uint64_t> parse_size(std::string_view text) {
+base::result<std::uint64_t> parse_size(std::string_view text) {
   const std::string expected = "'" + std::string(text) +
                                "': expected a size like 512M or 2G (K, M, G, T are powers of 1024)";
   std::string_view s = text;
@@ -88,7 +88,7 @@ parsed<std::uint64_t> parse_size(std::string_view text) {
   return *v;
 }
 
-parsed<std::chrono::milliseconds> parse_duration(std::string_view text) {
+base::result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   using std::chrono::milliseconds;
   const std::string expected = "'" + std::string(text) +
                                "': expected a duration like 90s, 5m, 1h30m or 250ms (a bare number is seconds)";
@@ -117,7 +117,7 @@ parsed<std::chrono::milliseconds> parse_duration(std::string_view text) {
   return milliseconds(static_cast<milliseconds::rep>(total));
 }
 
-parsed<double> parse_cpus(std::string_view text) {
+base::result<double> parse_cpus(std::string_view text) {
   const std::string expected = "'" + std::string(text) +
                                "': expected a number of CPUs from 0.01 to 1024, like 0.5 or 2";
   std::string_view s = text;
@@ -128,7 +128,7 @@ parsed<double> parse_cpus(std::string_view text) {
   return v;
 }
 
-parsed<std::uint64_t> parse_count(std::string_view text, std::uint64_t min, std::uint64_t max) {
+base::result<std::uint64_t> parse_count(std::string_view text, std::uint64_t min, std::uint64_t max) {
   const std::string expected = "'" + std::string(text) + "': expected a whole number from " + std::to_string(min) +
                                " to " + std::to_string(max);
   std::string_view s = text;

@@ -4,12 +4,18 @@
 // socket (proxy/edge_wait.hpp), and to register the sockets airlock makes with their loop
 // itself, telling Asio what airlock already knows of them (proxy/own_socket.hpp). All save
 // system calls on every connection; all exist only for the Asio they were written against
-// (Boost 1.81, the epoll reactor). Anywhere else AIRLOCK_ASIO_INTERNALS is 0 and the callers
-// take Asio's public way.
+// (Boost 1.81, the epoll reactor). Anywhere else, or when the build turns them off (CMake
+// option AIRLOCK_ASIO_INTERNALS=OFF, which sets AIRLOCK_ALLOW_ASIO_INTERNALS=0),
+// AIRLOCK_ASIO_INTERNALS is 0 and the callers take Asio's public way.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
 
-#if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#ifndef AIRLOCK_ALLOW_ASIO_INTERNALS
+#define AIRLOCK_ALLOW_ASIO_INTERNALS 1
+#endif
+
+#if AIRLOCK_ALLOW_ASIO_INTERNALS && BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && \
+    !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #define AIRLOCK_ASIO_INTERNALS 1
 #include <boost/asio/detail/epoll_reactor.hpp>
 #include <boost/asio/detail/scheduler_operation.hpp>

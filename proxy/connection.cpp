@@ -22,23 +22,23 @@ using asio::ip::tcp;
 using base::nothrow;
 using policy::reason;
 using policy::verdict;
-using steps::emit_once;
 using steps::refuse;
 using steps::refuse_over_limit;
 using steps::text;
 
+// Over 100 lines: steps 1 to 7 read top to bottom, as docs/architecture.md lists them.
 // Steps 1 to 7 of handle_connection: everything up to the relay. True when the connection
 // is allowed, `upstream` connected, the client's first bytes sent on (`plan.sent_up`; a
 // plain-HTTP connection's through the gate in `plan`) and the line handed to `line`; false
 // when it was refused or served to its end here.
 template <interception how>
 asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
-                                        proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
+                                        proxy_context& ctx, limiter::ticket& ticket, record::decision_line& line,
                                         steps::relay_plan& plan) {
   record::decision_record rec;
   rec.event = record::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
-  emit_once guard{ctx.log, rec};
+  auto guard = steps::connection_line(ctx.log, rec);
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
 

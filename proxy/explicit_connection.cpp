@@ -28,8 +28,8 @@ namespace {
 // Answers a granted CONNECT with 200, so the tunnel's first bytes can be read and judged.
 // False when it cannot: bytes came before the grant (they would pass unjudged; refused), or
 // the client left.
-asio::awaitable<bool> grant_tunnel(tcp::socket& client, const sniffed& request, steps::emit_once& guard) {
-  auto& rec = guard.record;
+asio::awaitable<bool> grant_tunnel(tcp::socket& client, const sniffed& request, record::decision_line& guard) {
+  auto& rec = guard.record();
   if (request.bytes.size() > request.head_size) {
     rec.verdict = verdict::deny;
     rec.reason = reason::parse_error;
@@ -49,8 +49,8 @@ asio::awaitable<bool> grant_tunnel(tcp::socket& client, const sniffed& request, 
 // the CONNECT host (else the tunnel would carry another name), and the TLS inside is
 // served like a transparent inspected connection.
 asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, const served_target& t,
-                                     steps::emit_once& guard, proxy_context& ctx, limiter::ticket& ticket) {
-  auto& rec = guard.record;
+                                     record::decision_line& guard, proxy_context& ctx, limiter::ticket& ticket) {
+  auto& rec = guard.record();
   if (!co_await grant_tunnel(client, request, guard)) co_return;
   auto hello = co_await sniff(client, peek_limit(ctx));
   if (hello.failure || hello.type != sniffed::kind::tls) {
@@ -79,9 +79,9 @@ asio::awaitable<void> inspect_tunnel(tcp::socket& client, sniffed& request, cons
 asio::awaitable<std::optional<sniffed>> judge_tunnel_bytes(tcp::socket& client, const sniffed& request,
                                                            const judgement& granted, std::uint16_t port,
                                                            const policy::compiled_policy& policy,
-                                                           steps::emit_once& guard, proxy_context& ctx,
+                                                           record::decision_line& guard, proxy_context& ctx,
                                                            policy::port_protocol& carried) {
-  auto& rec = guard.record;
+  auto& rec = guard.record();
   if (!co_await grant_tunnel(client, request, guard)) co_return std::nullopt;
   auto inside = co_await sniff(client, peek_limit(ctx), ctx.settings.quiet_limit);
   if (inside.silent) rec.notes.push_back("client_silent");
@@ -101,17 +101,102 @@ asio::awaitable<std::optional<sniffed>> judge_tunnel_bytes(tcp::socket& client, 
   co_return inside;
 }
 
+// Step 3's decision (proxy/judge.hpp), on `rec`: a name by the policy, an address the
+// client named (`literal`) only by a cidr rule.
+judgement judge_proxy_request(const sniffed& request, const asio::ip::address* literal, std::uint16_t port, bool tunnel,
+                              const policy::snapshot::session& session, proxy_context& ctx,
+                              record::decision_record& rec) {
+  judgement d;
+  if (literal != nullptr) {
+    d = judge_address(*literal, port, *session.policy, tunnel ? policy::wire::unjudged : policy::wire::http);
+  } else {
+    // A redirect followed inside an inspected tunnel lets this one through (once). A
+    // tunnel's protocol is judged on its first bytes (judge_tunnel_bytes), a request's here.
+    d = judge_host(request.name, port, session.id, *session.policy, ctx.grants,
+                   tunnel ? policy::wire::unjudged : policy::wire::http);
+    if (!d.logged_name.empty()) rec.name = std::move(d.logged_name);
+    for (auto& note : d.notes) rec.notes.push_back(std::move(note));
+  }
+  rec.verdict = d.verdict;
+  rec.reason = d.reason;
+  rec.rule = d.rule;
+  return d;
+}
+
+// A CONNECT tunnel that is not inspected, granted (`granted`, with the name it connects
+// to) and its first bytes judged (judge_tunnel_bytes): plain HTTP to a name has every
+// request judged, as on the transparent path (relayed through the request gate, or served
+// here); anything else is connected and its first bytes sent up. True when the relay may
+// start (the line handed to `line`); false when the tunnel was refused or served to its end.
+asio::awaitable<bool> open_tunnel(tcp::socket& client, const sniffed& request, const judgement& granted,
+                                  std::uint16_t port, const std::shared_ptr<const policy::snapshot>& snap,
+                                  const policy::snapshot::session& session,
+                                  const std::vector<asio::ip::address>& targets, tcp::socket& upstream,
+                                  proxy_context& ctx, limiter::ticket& ticket, record::decision_line& guard,
+                                  record::decision_line& line, steps::relay_plan& plan) {
+  auto& rec = guard.record();
+  const auto& name = granted.name;
+  policy::port_protocol carried = policy::port_protocol::any;
+  auto inside = co_await judge_tunnel_bytes(client, request, granted, port, *session.policy, guard, ctx, carried);
+  if (!inside) co_return false;
+  if (name && inside->type == sniffed::kind::http && rec.verdict == verdict::allow) {
+    // Plain HTTP in a tunnel: every request judged, as on the transparent path.
+    served_target target{*session.policy, *name, port, targets, true};
+    target.upgrades = carried == policy::port_protocol::any;
+    target.log_requests = session.policy->redirects_from(*name);
+    target.granted = rec.reason == reason::redirect_allowed;
+    if (!served_not_relayed(target)) {
+      // Named, not a temporary in the co_await (GCC 12 destroys those twice).
+      std::shared_ptr<const policy::compiled_policy> judging(snap, session.policy);
+      co_return co_await start_judged_relay(client, inside->bytes, target, std::move(judging), upstream, ctx, guard,
+                                            line, plan);
+    }
+    co_await serve_plain_http(client, *inside, target, guard, ctx, ticket);
+    co_return false;
+  }
+  if (!co_await steps::connect_and_send_first(client, upstream, ctx, *session.policy, name ? &*name : nullptr, targets,
+                                              port, inside->bytes, inside->type, guard, plan.sent_up))
+    co_return false;
+  line.take(guard);
+  co_return true;
+}
+
+// A request to an address (a cidr rule's), or one audit mode lets through, forwarded once
+// to a connected `upstream`: its head with Connection: close (http_head::forward_head), so
+// a next request comes on a new, judged connection, then what the client sent behind it.
+// False when a write failed; else `sent_up` says what went.
+asio::awaitable<bool> forward_once(tcp::socket& upstream, const sniffed& request, std::uint64_t& sent_up) {
+  const std::span<const std::byte> head(request.bytes.data(), request.head_size);
+  const std::span<const std::byte> rest(request.bytes.data() + request.head_size,
+                                        request.bytes.size() - request.head_size);
+  std::uint64_t up = 0;
+  {
+    const auto forwarded = http_head::forward_head(head);
+    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(forwarded), nothrow);
+    up += wn;
+    if (wec) co_return false;
+  }
+  if (!rest.empty()) {
+    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(rest.data(), rest.size()), nothrow);
+    up += wn;
+    if (wec) co_return false;
+  }
+  sent_up = up;
+  co_return true;
+}
+
+// Over 100 lines: steps 1 to 7 read top to bottom, as connection.cpp's judge_and_connect.
 // Everything up to the relay (see handle_connection for why the split): true when a
 // tunnel or a forwarded request is allowed, `upstream` connected, what the client sent so
 // far written on (`plan.sent_up`; plain HTTP's through the gate in `plan`) and the line
 // handed to `line`.
 asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint& peer, tcp::socket& upstream,
-                                        proxy_context& ctx, limiter::ticket& ticket, steps::relayed_line& line,
+                                        proxy_context& ctx, limiter::ticket& ticket, record::decision_line& line,
                                         steps::relay_plan& plan) {
   record::decision_record rec;
   rec.event = record::event_kind::connect;
   rec.conn = ctx.conn_ids.next();
-  steps::emit_once guard{ctx.log, rec};
+  auto guard = steps::connection_line(ctx.log, rec);
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
   // Every answer on this listener is HTTP, whatever the client sent.
@@ -159,72 +244,35 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   // 3. Decide: a name by the policy (proxy/judge.hpp), an address only by a cidr rule.
   boost::system::error_code not_address;
   const auto literal = asio::ip::make_address(first.name, not_address);
-  judgement d;
-  if (!not_address) {
-    d = judge_address(literal, port, *session->policy, tunnel ? policy::wire::unjudged : policy::wire::http);
-  } else {
-    // A redirect followed inside an inspected tunnel lets this one through (once). A
-    // tunnel's protocol is judged on its first bytes (judge_tunnel_bytes), a request's here.
-    d = judge_host(first.name, port, session->id, *session->policy, ctx.grants,
-                   tunnel ? policy::wire::unjudged : policy::wire::http);
-    if (!d.logged_name.empty()) rec.name = std::move(d.logged_name);
-    for (auto& note : d.notes) rec.notes.push_back(std::move(note));
-  }
+  auto d = judge_proxy_request(first, not_address ? nullptr : &literal, port, tunnel, *session, ctx, rec);
   auto& name = d.name;
-  rec.verdict = d.verdict;
-  rec.reason = d.reason;
-  rec.rule = d.rule;
   if (d.verdict == verdict::deny) {
     co_await steps::refuse(client, channel, guard);
     co_return false;
   }
 
-  // 4. Connect to airlock's own resolution of the name.
+  // 4. Where to connect: airlock's own resolution of the name; an address, if it may be reached.
   std::vector<asio::ip::address> targets{literal};
-  if (!name && !steps::destination_reachable(ctx, *session->policy, literal, port, rec)) {
+  if (name) targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
+  if (name ? targets.empty() : !steps::destination_reachable(ctx, *session->policy, literal, port, rec)) {
     co_await steps::refuse(client, channel, guard);
     co_return false;
   }
-  if (name) {
-    targets = co_await steps::own_resolution(ctx, *session->policy, *name, port, rec);
-    if (targets.empty()) {
-      co_await steps::refuse(client, channel, guard);
-      co_return false;
-    }
-  }
+
+  // 5. A tunnel: inspected (its TLS served here), or its first bytes judged before anything
+  //    goes upstream.
   if (tunnel && name && d.verdict == verdict::allow && d.inspect) {
     const served_target target{*session->policy, *name, port, targets, true};  // named: see connection.cpp
     co_await inspect_tunnel(client, first, target, guard, ctx, ticket);
     co_return false;
   }
-  if (tunnel) {
-    policy::port_protocol carried = policy::port_protocol::any;
-    auto inside = co_await judge_tunnel_bytes(client, first, d, port, *session->policy, guard, ctx, carried);
-    if (!inside) co_return false;
-    if (name && inside->type == sniffed::kind::http && rec.verdict == verdict::allow) {
-      // Plain HTTP in a tunnel: every request judged, as on the transparent path.
-      served_target target{*session->policy, *name, port, targets, true};
-      target.upgrades = carried == policy::port_protocol::any;
-      target.log_requests = session->policy->redirects_from(*name);
-      target.granted = rec.reason == reason::redirect_allowed;
-      if (!served_not_relayed(target)) {
-        // Named, not a temporary in the co_await (GCC 12 destroys those twice).
-        std::shared_ptr<const policy::compiled_policy> judging(snap, session->policy);
-        co_return co_await start_judged_relay(client, inside->bytes, target, std::move(judging), upstream, ctx, guard,
-                                              line, plan);
-      }
-      co_await serve_plain_http(client, *inside, target, guard, ctx, ticket);
-      co_return false;
-    }
-    if (!co_await steps::connect_and_send_first(client, upstream, ctx, *session->policy, name ? &*name : nullptr,
-                                                targets, port, inside->bytes, inside->type, guard, plan.sent_up))
-      co_return false;
-    line.take(guard);
-    co_return true;
-  }
+  if (tunnel)
+    co_return co_await open_tunnel(client, first, d, port, snap, *session, targets, upstream, ctx, ticket, guard, line,
+                                   plan);
+
+  // 6. Absolute-form requests to a name, each judged (host, and with inspect method and
+  //    path) and sent on in origin-form; one for another host ends the connection with a 403.
   if (name && d.verdict == verdict::allow) {
-    // Absolute-form requests, each judged (host, and with inspect method and path) and
-    // sent on in origin-form; one for another host ends the connection with a 403.
     served_target target{*session->policy, *name, port, targets, true};
     target.upgrades = d.protocol == policy::port_protocol::any;
     target.log_requests = d.inspect || session->policy->redirects_from(*name);
@@ -233,6 +281,8 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     co_await serve_plain_http(client, first, target, guard, ctx, ticket);
     co_return false;
   }
+
+  // 7. Connect; a request to an address, or one audit mode lets through, is forwarded once.
   const auto reached = co_await steps::connect_resolved(upstream, ctx, *session->policy, name ? &*name : nullptr,
                                                         targets, port);
   if (!reached) {
@@ -240,24 +290,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     co_return false;
   }
   rec.upstream = steps::text(*reached);
-
-  // 5. A request to an address (a cidr rule's), or one audit mode lets through, is forwarded
-  //    once, with Connection: close, so a next request comes on a new, judged connection.
-  const std::span<const std::byte> head(first.bytes.data(), first.head_size);
-  const std::span<const std::byte> rest(first.bytes.data() + first.head_size, first.bytes.size() - first.head_size);
-  std::uint64_t up = 0;
-  {
-    const auto forwarded = http_head::forward_head(head);
-    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(forwarded), nothrow);
-    up += wn;
-    if (wec) co_return false;
-  }
-  if (!rest.empty()) {
-    auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(rest.data(), rest.size()), nothrow);
-    up += wn;
-    if (wec) co_return false;
-  }
-  plan.sent_up = up;
+  if (!co_await forward_once(upstream, first, plan.sent_up)) co_return false;
   line.take(guard);
   co_return true;
 }

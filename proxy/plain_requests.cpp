@@ -2,6 +2,10 @@
 
 #include "base/deadline.hpp"
 #include "proxy/judge.hpp"
+#include "proxy/refusals.hpp"
+#include "proxy/upstream_connect.hpp"
+#include "record/decision_line.hpp"
+#include "record/packed.hpp"
 
 #include <boost/asio/write.hpp>
 
@@ -36,11 +40,11 @@ void plain_requests::connected(const record::decision_record& connection) {
   shared.conn = connection.conn;
   shared.policy = connection.policy;
   shared.policy_version = connection.policy_version;
-  connection_ = steps::pack(shared);
+  connection_ = record::pack(shared);
 }
 
 record::decision_record plain_requests::line_for() const {
-  auto rec = steps::unpack(connection_);
+  auto rec = record::unpack(connection_);
   rec.event = record::event_kind::http;
   rec.proto = "http";
   return rec;
@@ -49,7 +53,7 @@ record::decision_record plain_requests::line_for() const {
 unsigned plain_requests::refused(record::decision_record rec, unsigned status) {
   rec.verdict = verdict::deny;
   rec.status = status;
-  ctx_.log.emit(rec);
+  record::decision_line::write(ctx_.log, rec);
   refusal_ = std::make_unique<record::decision_record>(std::move(rec));
   return status;
 }
@@ -67,7 +71,7 @@ unsigned plain_requests::request(const http_head::request& r, std::uint64_t numb
   if (!j.note.empty()) rec.notes.push_back(j.note);
   if (j.verdict == verdict::audit_deny) {  // passes, but with a line of its own
     rec.verdict = j.verdict;
-    ctx_.log.emit(rec);
+    record::decision_line::write(ctx_.log, rec);
     return 0;
   }
   return refused(std::move(rec), j.refusal);
@@ -99,9 +103,9 @@ bool served_not_relayed(const served_target& t) noexcept { return t.log_requests
 
 asio::awaitable<bool> start_judged_relay(tcp::socket& client, std::span<const std::byte> first, const served_target& t,
                                          std::shared_ptr<const policy::compiled_policy> policy, tcp::socket& upstream,
-                                         proxy_context& ctx, steps::emit_once& guard, steps::relayed_line& line,
+                                         proxy_context& ctx, record::decision_line& guard, record::decision_line& line,
                                          steps::relay_plan& plan) {
-  auto& rec = guard.record;
+  auto& rec = guard.record();
   rec.notes.push_back("requests_judged");
   plan.requests = std::make_unique<plain_requests>(ctx, std::move(policy), t, rec.rule, rec);
   auto& gate = plan.requests->gate();

@@ -49,7 +49,7 @@ class plain_requests final : private request_gate::judge {
   std::uint16_t port_;
   bool granted_;
   std::string granted_rule_;
-  std::string connection_;  // the connection's record, packed (steps::pack): its shared fields
+  std::string connection_;  // the connection's record, packed (record/packed.hpp): its shared fields
   std::string plain_host_;  // judge_request's: the first request's host and port
   std::unique_ptr<record::decision_record> refusal_;  // the refused request's line, once there is one
   request_gate gate_{*this};
@@ -68,7 +68,7 @@ boost::asio::awaitable<bool> start_judged_relay(boost::asio::ip::tcp::socket& cl
                                                 const served_target& t,
                                                 std::shared_ptr<const policy::compiled_policy> policy,
                                                 boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,
-                                                steps::emit_once& guard, steps::relayed_line& line,
+                                                record::decision_line& guard, record::decision_line& line,
                                                 steps::relay_plan& plan);
 
 }  // namespace airlock::proxy

@@ -3,6 +3,7 @@
 #include "base/deadline_watch.hpp"
 #include "proxy/edge_wait.hpp"
 #include "proxy/own_socket.hpp"
+#include "proxy/relay_spares.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
@@ -26,71 +27,13 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using clock = std::chrono::steady_clock;
+using relay_spares::copy_buffer;
+using relay_spares::pipe_pair;
+using relay_spares::spares;
 
-constexpr std::size_t copy_chunk = 16 * 1024;
-// A pipe holds a page per slot: the default 16 slots moved 60 KiB a splice in a bulk run,
-// 256 slots about 960 KiB, so a sixteenth of the calls (and of the waits between them) per
-// byte. Pages are taken only while bytes sit in the pipe.
-constexpr int pipe_bytes = 1024 * 1024;
 // Steps moved one after another while each finds a full read behind it, before the way
 // waits for the loop again (other connections get their turn).
 constexpr int max_steps_in_a_row = 16;
-
-// What a relay borrows only while bytes are in flight, kept per thread between uses (each
-// loop runs on one thread): a connection holds one while it moves data, and it goes back
-// empty.
-template <typename T>
-class spare_pool {
- public:
-  std::unique_ptr<T> take() {
-    if (idle_.empty()) return T::make();
-    auto p = std::move(idle_.back());
-    idle_.pop_back();
-    return p;
-  }
-  void give_back(std::unique_ptr<T> p) {
-    if (p && idle_.size() < max_idle) idle_.push_back(std::move(p));
-  }
-
- private:
-  static constexpr std::size_t max_idle = 64;
-  std::vector<std::unique_ptr<T>> idle_;
-};
-
-template <typename T>
-spare_pool<T>& spares() {
-  thread_local spare_pool<T> pool;
-  return pool;
-}
-
-struct pipe_pair {
-  int read = -1;
-  int write = -1;
-  std::size_t capacity = 64 * 1024;  // the kernel's default, kept when it refuses more
-  pipe_pair() = default;
-  pipe_pair(const pipe_pair&) = delete;
-  pipe_pair& operator=(const pipe_pair&) = delete;
-  ~pipe_pair() {
-    if (read >= 0) ::close(read);
-    if (write >= 0) ::close(write);
-  }
-  static std::unique_ptr<pipe_pair> make() {
-    int fds[2];
-    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return nullptr;  // out of fds: the copy goes on
-    auto p = std::make_unique<pipe_pair>();
-    p->read = fds[0];
-    p->write = fds[1];
-    // Refused past fs.pipe-max-size or an unprivileged user's pipe pages: the default stays.
-    if (const int got = ::fcntl(p->write, F_SETPIPE_SZ, pipe_bytes); got > 0)
-      p->capacity = static_cast<std::size_t>(got);
-    return p;
-  }
-};
-
-struct copy_buffer {
-  std::array<std::byte, copy_chunk> bytes;
-  static std::unique_ptr<copy_buffer> make() { return std::make_unique<copy_buffer>(); }
-};
 
 // Both ways end quietly (the idle limit passed): a FIN each way.
 void shut_both(tcp::socket& a, tcp::socket& b) {

@@ -3,7 +3,9 @@
 #include "base/deadline.hpp"
 #include "certs/tls_contexts.hpp"
 #include "proxy/http_exchange.hpp"
+#include "proxy/refusals.hpp"
 #include "proxy/served_streams.hpp"
+#include "proxy/upstream_connect.hpp"
 
 #include <optional>
 
@@ -29,7 +31,7 @@ asio::awaitable<void> tls_goodbye(Stream& s) {
 // Connects to airlock's resolution of the name; on failure the client is refused in its
 // channel's language and the socket stays closed.
 asio::awaitable<std::optional<tcp::socket>> connect_upstream(tcp::socket& client, sniffed::kind channel,
-                                                             const served_target& t, steps::emit_once& line,
+                                                             const served_target& t, record::decision_line& line,
                                                              proxy_context& ctx) {
   tcp::socket raw(client.get_executor());
   const auto reached = co_await steps::connect_resolved(raw, ctx, t.policy, &t.name, t.addresses, t.port);
@@ -37,15 +39,15 @@ asio::awaitable<std::optional<tcp::socket>> connect_upstream(tcp::socket& client
     co_await steps::refuse_unreached(client, channel, line, reached);
     co_return std::nullopt;
   }
-  line.record.upstream = steps::text(*reached);
+  line.record().upstream = steps::text(*reached);
   co_return std::move(raw);
 }
 
 }  // namespace
 
 asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const served_target& t,
-                                      steps::emit_once& line, proxy_context& ctx, limiter::ticket& ticket) {
-  auto& rec = line.record;
+                                      record::decision_line& line, proxy_context& ctx, limiter::ticket& ticket) {
+  auto& rec = line.record();
   if (ctx.inspection == nullptr) {
     // The config loader refuses inspect rules without a CA; reaching here is a bug.
     rec.verdict = verdict::deny;
@@ -108,7 +110,7 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
   const auto totals = co_await serve_requests(sandbox, upstream, x);
   rec.bytes_up = totals.up;
   rec.bytes_down = totals.down;
-  if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
+  if (totals.cut) record::mark_cut(rec, ticket.spent());
   // close_notify tells a client that what it got is complete: only when it is.
   if (totals.clean) {
     co_await tls_goodbye(sandbox);
@@ -117,8 +119,8 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
 }
 
 asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, const served_target& t,
-                                       steps::emit_once& line, proxy_context& ctx, limiter::ticket& ticket) {
-  auto& rec = line.record;
+                                       record::decision_line& line, proxy_context& ctx, limiter::ticket& ticket) {
+  auto& rec = line.record();
   auto raw = co_await connect_upstream(client, sniffed::kind::http, t, line, ctx);
   if (!raw) co_return;
   rec.notes.push_back("requests_judged");
@@ -135,7 +137,7 @@ asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, cons
   if (!t.log_requests) rec.notes.push_back("requests:" + std::to_string(totals.requests));
   rec.bytes_up = totals.up;
   rec.bytes_down = totals.down;
-  if (totals.cut) steps::cut_by_budget(rec, ticket.spent());
+  if (totals.cut) record::mark_cut(rec, ticket.spent());
 }
 
 }  // namespace airlock::proxy

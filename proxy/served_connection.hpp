@@ -34,11 +34,11 @@ struct served_target {
 };
 
 boost::asio::awaitable<void> serve_inspected(boost::asio::ip::tcp::socket& client, sniffed& first,
-                                             const served_target& t, steps::emit_once& line, proxy_context& ctx,
+                                             const served_target& t, record::decision_line& line, proxy_context& ctx,
                                              limiter::ticket& ticket);
 
 boost::asio::awaitable<void> serve_plain_http(boost::asio::ip::tcp::socket& client, sniffed& first,
-                                              const served_target& t, steps::emit_once& line, proxy_context& ctx,
+                                              const served_target& t, record::decision_line& line, proxy_context& ctx,
                                               limiter::ticket& ticket);
 
 }  // namespace airlock::proxy

@@ -1,5 +1,8 @@
 #include "record/decision.hpp"
 
+#include "base/json_string.hpp"
+#include "record/fields.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -9,16 +12,6 @@
 
 namespace airlock::record {
 namespace {
-
-// Bytes that go into a JSON string as they are: printable ASCII but '"' and '\\'.
-constexpr bool plain_byte(unsigned char c) noexcept { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
-// As a table: one load per byte while scanning a value.
-constexpr auto plain_table = [] {
-  std::array<bool, 256> t{};
-  for (unsigned c = 0; c < 256; ++c) t[c] = plain_byte(static_cast<unsigned char>(c));
-  return t;
-}();
-inline bool is_plain(unsigned char c) noexcept { return plain_table[c]; }
 
 // The line under construction: bytes go straight into the string's buffer, grown
 // (doubled) when a write would not fit, so a field costs a bounds check and a copy rather
@@ -71,7 +64,7 @@ class line {
 
 void append_escaped(line& out, std::string_view s) {
   std::size_t i = 0;
-  while (i < s.size() && is_plain(static_cast<unsigned char>(s[i]))) ++i;
+  while (i < s.size() && base::json_plain(static_cast<unsigned char>(s[i]))) ++i;
   if (i == s.size()) {
     // Nothing to escape (the usual case): quotes and value in one write.
     char* p = out.room(s.size() + 2);
@@ -86,26 +79,14 @@ void append_escaped(line& out, std::string_view s) {
   while (i < s.size()) {
     // The usual value has nothing to escape: copy plain runs in one append.
     std::size_t run = i;
-    while (run < s.size() && is_plain(static_cast<unsigned char>(s[run]))) ++run;
+    while (run < s.size() && base::json_plain(static_cast<unsigned char>(s[run]))) ++run;
     if (run > i) {
       out.append(s.data() + i, run - i);
       i = run;
       if (i == s.size()) break;
     }
-    const auto c = static_cast<unsigned char>(s[i++]);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: {
-        // Each byte on its own (as U+00XX): lossless, and always valid UTF-8.
-        constexpr char hex[] = "0123456789abcdef";
-        const char buf[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
-        out.append(buf, sizeof buf);
-      }
-    }
+    char escaped[6];
+    out.append(escaped, base::json_escape(static_cast<unsigned char>(s[i++]), escaped));
   }
   out += '"';
 }
@@ -225,14 +206,6 @@ void session_fields(line& out, const decision_record& r) {
 
 }  // namespace
 
-std::string json_quote(std::string_view s) {
-  std::string out;
-  line w(out, s.size() + 2);
-  append_escaped(w, s);
-  w.finish();
-  return out;
-}
-
 std::string_view to_string(event_kind e) noexcept {
   switch (e) {
     case event_kind::dns: return "dns";
@@ -247,42 +220,11 @@ std::string_view to_string(event_kind e) noexcept {
 }
 
 // A field added to decision_record must be reset below too: this fails until it is.
-static_assert(sizeof(void*) != 8 || sizeof(decision_record) == 776, "decision_record changed: update reset_for_reuse");
-
 void reset_for_reuse(decision_record& r) {
+  // Copy-assigning a string or a list reuses the memory it holds.
+  static const decision_record defaults;
+  each_field([](auto& field, const auto& fresh) { field = fresh; }, r, defaults);
   r.ts = std::chrono::system_clock::now();
-  r.event = event_kind::connect;
-  r.session.clear();
-  r.labels.clear();
-  r.tool_call.clear();
-  r.client.clear();
-  r.name.clear();
-  r.dst.clear();
-  r.upstream.clear();
-  r.proto.clear();
-  r.verdict = policy::verdict::deny;
-  r.reason = policy::reason::internal_error;
-  r.rule = "default";
-  r.conn = 0;
-  r.policy.clear();
-  r.policy_version.clear();
-  r.qtype.clear();
-  r.rcode.clear();
-  r.answers.clear();
-  r.method.clear();
-  r.path.clear();
-  r.status.reset();
-  r.bytes_up.reset();
-  r.bytes_down.reset();
-  r.duration_ms.reset();
-  r.process_json.clear();
-  r.notes.clear();
-  r.action.clear();
-  r.mode.clear();
-  r.sources.clear();
-  r.dns_queries.reset();
-  r.connections_allowed.reset();
-  r.connections_denied.reset();
 }
 
 std::string render_json_line(const decision_record& r) {

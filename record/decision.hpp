@@ -94,7 +94,4 @@ class decision_sink {
 
 std::string_view to_string(event_kind e) noexcept;
 
-// `s` as a JSON string literal, quotes included, escaped the same way as log lines.
-std::string json_quote(std::string_view s);
-
 }  // namespace airlock::record

@@ -1,5 +1,7 @@
 #include "record/decision_log.hpp"
 
+#include "base/errno_text.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -30,10 +32,9 @@ std::string render_log_dropped_line(std::uint64_t count, std::chrono::system_clo
          "\",\"count\":" + std::to_string(count) + "}\n";
 }
 
-boost::system::result<std::unique_ptr<decision_log>, std::string> decision_log::open(const std::string& path,
-                                                                                     std::size_t capacity) {
+base::result<std::unique_ptr<decision_log>> decision_log::open(const std::string& path, std::size_t capacity) {
   int fd = open_sink(path);
-  if (fd < 0) return "cannot open decision log '" + path + "': " + std::strerror(errno);
+  if (fd < 0) return "cannot open decision log '" + path + "': " + base::errno_text();
   return std::unique_ptr<decision_log>(new decision_log(path, fd, capacity));
 }
 

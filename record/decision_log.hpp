@@ -13,9 +13,8 @@
 // (the first after it went idle, or the one that fills a quarter of the queue) moves a
 // futex word and wakes the writer's sleep on it, without the mutex a condition variable
 // would need. The mutex is the writer's and the rare requests' (flush, reopen, shutdown).
+#include "base/result.hpp"
 #include "record/decision.hpp"
-
-#include <boost/system/result.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -44,8 +43,8 @@ class decision_log final : public decision_sink {
   static constexpr std::chrono::milliseconds linger{20};
 
   // Opens `path` for appending ("-" is stdout) and starts the writer thread.
-  static boost::system::result<std::unique_ptr<decision_log>, std::string> open(
-      const std::string& path, std::size_t capacity = default_capacity);
+  static base::result<std::unique_ptr<decision_log>> open(const std::string& path,
+                                                          std::size_t capacity = default_capacity);
   ~decision_log() override;  // writes what is queued, then stops
 
   void emit(const decision_record& r) noexcept override;

@@ -1,5 +1,9 @@
 #include "record/log_reader.hpp"
 
+#include "base/errno_text.hpp"
+#include "base/json_string.hpp"
+#include "base/result.hpp"
+#include "base/trim.hpp"
 #include "record/decision.hpp"
 
 #include <cerrno>
@@ -15,21 +19,15 @@ constexpr std::string_view dropped_marker = "\"event\":\"log_dropped\"";
 // write) is skipped and counted instead of growing a buffer without bound.
 constexpr std::size_t max_line = 1 << 20;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return s;
-}
-
 }  // namespace
 
-session_filter::session_filter(std::string session) : needle_("\"session\":" + record::json_quote(session)) {
+session_filter::session_filter(std::string session) : needle_("\"session\":" + base::json_quote(session)) {
   out_.session = std::move(session);
 }
 
 void session_filter::feed(std::string_view raw) {
   ++out_.lines;
-  const auto line = trim(raw);
+  const auto line = base::trim(raw);
   if (line.empty()) return;
   if (line.front() != '{' || line.back() != '}') {
     ++out_.unparseable;
@@ -59,10 +57,10 @@ void session_filter::feed_unreadable() {
 
 session_log session_filter::finish() && { return std::move(out_); }
 
-boost::system::result<session_log, std::string> read_session(const std::string& path, std::string_view session) {
+base::result<session_log> read_session(const std::string& path, std::string_view session) {
   const auto failure = [&](std::string_view what) {
-    return boost::system::result<session_log, std::string>(
-        boost::system::in_place_error, path + ": " + std::string(what) + ": " + std::strerror(errno));
+    return base::result<session_log>(boost::system::in_place_error,
+                                     path + ": " + std::string(what) + ": " + base::errno_text());
   };
   using file_ptr = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
   file_ptr owned(nullptr, std::fclose);

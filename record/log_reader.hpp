@@ -3,9 +3,8 @@
 // when it names the session (`"session":"ID"`, spelled as the log writer spells it) or is
 // a `log_dropped` line, so a million-line log takes seconds and memory stays at the
 // session's size.
+#include "base/result.hpp"
 #include "record/event.hpp"
-
-#include <boost/system/result.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +43,6 @@ class session_filter {
 
 // Reads `path` ("-" for stdin) through session_filter. The error is a message that names
 // the file (cannot open, read error).
-boost::system::result<session_log, std::string> read_session(const std::string& path, std::string_view session);
+base::result<session_log> read_session(const std::string& path, std::string_view session);
 
 }  // namespace airlock::record

@@ -4,13 +4,13 @@
 // quota leaves room for.
 #include "base/cgroup_layout.hpp"
 #include "base/cpu_quota.hpp"
+#include "base/small_file.hpp"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
-#include <iterator>
 #include <string>
 #include <utility>
 
@@ -23,8 +23,8 @@ namespace q = airlock::base::cpu_quota;
 using airlock::base::read_cgroup_layout;
 
 std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return in ? std::string(std::istreambuf_iterator<char>(in), {}) : std::string();
+  auto text = airlock::base::read_file(p);
+  return text ? std::move(*text) : std::string();
 }
 
 void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }

@@ -1,3 +1,4 @@
+#include "base/small_file.hpp"
 #include "certs/ca.hpp"
 
 #include <doctest/doctest.h>
@@ -11,7 +12,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <system_error>
 
@@ -61,9 +61,9 @@ mode_t mode_of(const fs::path& path) {
 }
 
 std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto text = airlock::base::read_file(path);
+  REQUIRE(text.has_value());
+  return std::move(*text);
 }
 
 x509_ptr read_cert(const fs::path& path) {

@@ -1,15 +1,8 @@
-#include "base/small_file.hpp"
 #include "daemon/session_state.hpp"
 
 #include <doctest/doctest.h>
 
-#include <sys/stat.h>
-
-#include <cstdlib>
-#include <filesystem>
-
 using namespace airlock::daemon;
-using namespace airlock::base;
 
 TEST_CASE("registered sessions survive a round trip through their file format") {
   persisted_session a;
@@ -50,25 +43,4 @@ TEST_CASE("a sessions file that is not what airlock wrote is refused whole") {
   const auto none = sessions_from_json(R"({"version":1,"sessions":[]})");
   REQUIRE(none.has_value());
   CHECK(none->empty());
-}
-
-TEST_CASE("a private file is written whole, mode 0600, and read back") {
-  char tmpl[] = "/tmp/airlock-small-file.XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::filesystem::path dir(tmpl);
-  const auto file = dir / "state.json";
-  ::umask(022);
-  CHECK(write_private_file(file, "first").empty());
-  CHECK(write_private_file(file, "second, longer").empty());
-  struct stat st {};
-  REQUIRE(::stat(file.c_str(), &st) == 0);
-  CHECK((st.st_mode & 0777) == 0600);
-  CHECK_FALSE(std::filesystem::exists(dir / "state.json.tmp"));
-  std::string text;
-  CHECK(read_small_file(file, text).empty());
-  CHECK(text == "second, longer");
-  CHECK(read_small_file(file, text, 4).find("larger than 4 bytes") != std::string::npos);
-  CHECK(read_small_file(dir / "none", text).find("cannot read") == 0);
-  CHECK(write_private_file(dir / "no" / "such", "x").find("cannot write") == 0);
-  std::filesystem::remove_all(dir);
 }

@@ -1,3 +1,4 @@
+#include "base/small_file.hpp"
 #include "policy/config.hpp"
 #include "policy/snapshot.hpp"
 
@@ -5,8 +6,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace fs = std::filesystem;
 using namespace airlock::policy;
@@ -20,10 +19,9 @@ fs::path data_dir() {
 }
 
 std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  auto text = airlock::base::read_file(p);
+  REQUIRE(text.has_value());
+  return std::move(*text);
 }
 
 std::string joined(const std::vector<config_error>& errors) {

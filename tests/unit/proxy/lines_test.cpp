@@ -1,5 +1,6 @@
-// A connection's lines: a denial's one line on its way out; an allowed connection's
-// decision line when it is decided, and its close line (same conn, the rest) at its end.
+// A connection's lines (record/decision_line.hpp, as the proxy uses it): a denial's one line
+// on its way out; an allowed connection's decision line when it is decided, and its close
+// line (same conn, the rest) at its end, with what the relay saw (steps::relay_outcome).
 #include "proxy/limits.hpp"
 #include "proxy/steps.hpp"
 
@@ -10,8 +11,7 @@
 namespace {
 
 using namespace airlock;
-using proxy::steps::emit_once;
-using proxy::steps::relayed_line;
+using record::decision_line;
 
 struct collect final : record::decision_sink {
   std::vector<record::decision_record> lines;
@@ -38,14 +38,14 @@ collect relayed_connection(const proxy::relay_totals& totals, std::uint64_t sent
   proxy::limiter lim(l);
   auto ticket = lim.accept();
   {
-    relayed_line relayed(sink);
+    decision_line relayed(sink);
     {
       record::decision_record r = allowed_connection();
-      emit_once line{sink, r};
+      auto line = proxy::steps::connection_line(sink, r);
       relayed.take(line);
     }
     CHECK(sink.lines.size() == 1);  // the decision, and no second line when the judge returned
-    relayed.relayed(totals, sent_up, ticket);
+    relayed.closing(proxy::steps::relay_outcome(totals, sent_up, ticket, nullptr));
   }
   return sink;
 }
@@ -54,7 +54,7 @@ TEST_CASE("a denial has one line, written on the way out") {
   collect sink;
   {
     record::decision_record r = allowed_connection();
-    emit_once line{sink, r};
+    auto line = proxy::steps::connection_line(sink, r);
     r.verdict = policy::verdict::deny;
     CHECK(sink.lines.empty());
   }
@@ -67,7 +67,7 @@ TEST_CASE("a served connection's decision is written when decided, its close at 
   collect sink;
   {
     record::decision_record r = allowed_connection();
-    emit_once line{sink, r};
+    auto line = proxy::steps::connection_line(sink, r);
     line.decide();
     REQUIRE(sink.lines.size() == 1);
     CHECK(sink.lines[0].event == record::event_kind::connect);

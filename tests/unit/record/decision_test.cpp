@@ -1,3 +1,4 @@
+#include "base/json_string.hpp"
 #include "record/decision.hpp"
 #include "record/decision_log.hpp"
 
@@ -322,18 +323,18 @@ TEST_CASE("every byte is escaped as it always was") {
     }
   }
   expected += '"';
-  CHECK(record::json_quote(all) == expected);
-  CHECK(record::json_quote("") == "\"\"");
-  CHECK(record::json_quote("plain.example") == "\"plain.example\"");
-  CHECK(record::json_quote("ends with \x7f") == "\"ends with \\u007f\"");
+  CHECK(base::json_quote(all) == expected);
+  CHECK(base::json_quote("") == "\"\"");
+  CHECK(base::json_quote("plain.example") == "\"plain.example\"");
+  CHECK(base::json_quote("ends with \x7f") == "\"ends with \\u007f\"");
   // Each byte at each place of a long plain run (the scan reads eight bytes at a time).
   for (int c = 0; c < 256; ++c) {
     for (std::size_t at = 0; at < 19; ++at) {
       std::string text(19, 'a');
       text[at] = static_cast<char>(c);
-      std::string quoted = record::json_quote(std::string(1, static_cast<char>(c)));
+      std::string quoted = base::json_quote(std::string(1, static_cast<char>(c)));
       quoted = quoted.substr(1, quoted.size() - 2);  // how the byte alone is escaped
-      CHECK(record::json_quote(text) == "\"" + std::string(at, 'a') + quoted + std::string(18 - at, 'a') + "\"");
+      CHECK(base::json_quote(text) == "\"" + std::string(at, 'a') + quoted + std::string(18 - at, 'a') + "\"");
     }
   }
 }

@@ -3,8 +3,9 @@
 // and every listener (proxy, DNS, admin, control) on the main event loop, plus one more
 // loop per further thread (`threads:`) with its own SO_REUSEPORT proxy sockets. `airlock daemon`
 // runs one on the main thread with signal handling; `airlock run` without a daemon runs
-// one on a thread of its own (start_embedded). What the instance owns is touched on the
-// main loop only; other threads go through call().
+// one on a thread of its own (start_embedded). What the instance owns and changes is
+// touched on the main loop only; other threads go through call(), except for ports(), which
+// reads only what create() set before the loops started.
 #include "control/session_api.hpp"
 #include "daemon/session_registry.hpp"
 

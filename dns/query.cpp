@@ -163,6 +163,8 @@ bool started_query::must_wait_for_process() const noexcept {
   return line_.probe.active() && rec_->verdict != verdict::allow;
 }
 
+// Long (~110 lines) on purpose: every check a query passes before it may wait, in the order a
+// reader checks them against docs/decision-log.md, with the reply it gets when one fails.
 bool started_query::begin(std::span<const std::byte> packet, const boost::asio::any_io_executor& ex) {
   auto& ctx = *ctx_;
   auto& rec = *rec_;

@@ -214,6 +214,8 @@ base::result<pid_t> spawn_child(const child_spec& spec) {
   return fail<pid_t>(what + ": " + base::errno_text(f.error));
 }
 
+// Long (~100 lines) on purpose: one poll loop over the child, its pidfd, the signals and the
+// deadlines, whose cases share its state; split, they would pass that state around.
 child_outcome supervise(pid_t child, const supervise_options& o) {
   child_outcome out;
   std::string status_text;

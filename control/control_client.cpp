@@ -24,10 +24,7 @@ namespace http = beast::http;
 namespace json = boost::json;
 using unix_socket = asio::local::stream_protocol;
 
-template <typename T>
-result<T> fail(std::string message) {
-  return result<T>(boost::system::in_place_error, std::move(message));
-}
+using base::fail;
 
 std::uint64_t number(const json::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);

@@ -18,10 +18,7 @@ namespace {
 
 constexpr const char* inner_iface = "airlock0";
 
-template <typename T>
-base::result<T> fail(std::string message) {
-  return base::result<T>(boost::system::in_place_error, std::move(message));
-}
+using base::fail;
 
 base::result<void> disable_ipv6_here() {
   for (const char* path :

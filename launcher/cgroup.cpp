@@ -20,10 +20,7 @@ namespace airlock::launcher {
 namespace fs = std::filesystem;
 namespace {
 
-template <typename T>
-base::result<T> fail(std::string message) {
-  return base::result<T>(boost::system::in_place_error, std::move(message));
-}
+using base::fail;
 
 // A file that cannot be read (a cgroup removed meanwhile) reads as empty.
 std::string read_text(const fs::path& p) {

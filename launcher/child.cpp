@@ -24,10 +24,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-template <typename T>
-base::result<T> fail(std::string message) {
-  return base::result<T>(boost::system::in_place_error, std::move(message));
-}
+using base::fail;
 
 sigset_t handled_signals() {
   sigset_t s;

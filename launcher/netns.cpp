@@ -16,10 +16,7 @@
 namespace airlock::launcher {
 namespace {
 
-template <typename T>
-base::result<T> fail(std::string message) {
-  return base::result<T>(boost::system::in_place_error, std::move(message));
-}
+using base::fail;
 
 // Writes a sysctl of the calling thread's network namespace (/proc/sys/net is per
 // namespace, looked up through the opening thread). A kernel without IPv6 has no such

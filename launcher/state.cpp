@@ -23,10 +23,7 @@ namespace airlock::launcher {
 namespace fs = std::filesystem;
 namespace {
 
-template <typename T>
-base::result<T> fail(std::string message) {
-  return base::result<T>(boost::system::in_place_error, std::move(message));
-}
+using base::fail;
 
 template <typename N>
 bool parse_number(const std::string& s, N& out) {

@@ -10,10 +10,7 @@
 namespace airlock::policy {
 namespace {
 
-template <typename T>
-base::result<T> refuse(std::string message) {
-  return base::result<T>(boost::system::in_place_error, std::move(message));
-}
+using base::fail;
 
 // A decimal number at the front of `s` ("12", "1.5", ".5"); consumes it.
 struct decimal {
@@ -62,7 +59,7 @@ base::result<std::uint64_t> parse_size(std::string_view text) {
                                "': expected a size like 512M or 2G (K, M, G, T are powers of 1024)";
   std::string_view s = text;
   auto d = take_decimal(s);
-  if (!d) return refuse<std::uint64_t>(expected);
+  if (!d) return fail<std::uint64_t>(expected);
   std::uint64_t unit = 1;
   if (!s.empty()) {
     switch (lower(s.front())) {
@@ -71,7 +68,7 @@ base::result<std::uint64_t> parse_size(std::string_view text) {
       case 'g': unit = 1ULL << 30; break;
       case 't': unit = 1ULL << 40; break;
       case 'b': unit = 1; break;
-      default: return refuse<std::uint64_t>(expected);
+      default: return fail<std::uint64_t>(expected);
     }
     if (lower(s.front()) != 'b') {
       s.remove_prefix(1);
@@ -81,10 +78,10 @@ base::result<std::uint64_t> parse_size(std::string_view text) {
       s.remove_prefix(1);
     }
   }
-  if (!s.empty()) return refuse<std::uint64_t>(expected);
+  if (!s.empty()) return fail<std::uint64_t>(expected);
   auto v = scale(*d, unit, 1ULL << 62);
-  if (!v) return refuse<std::uint64_t>("'" + std::string(text) + "': too large");
-  if (*v == 0) return refuse<std::uint64_t>("'" + std::string(text) + "': must be at least one byte");
+  if (!v) return fail<std::uint64_t>("'" + std::string(text) + "': too large");
+  if (*v == 0) return fail<std::uint64_t>("'" + std::string(text) + "': must be at least one byte");
   return *v;
 }
 
@@ -98,7 +95,7 @@ base::result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   bool any = false;
   while (!s.empty() || !any) {
     auto d = take_decimal(s);
-    if (!d) return refuse<milliseconds>(expected);
+    if (!d) return fail<milliseconds>(expected);
     std::uint64_t unit = 1000;  // a bare number is seconds, but only alone
     if (s.starts_with("ms")) {
       unit = 1, s.remove_prefix(2);
@@ -106,14 +103,14 @@ base::result<std::chrono::milliseconds> parse_duration(std::string_view text) {
       unit = s.front() == 's' ? 1000 : s.front() == 'm' ? 60'000 : s.front() == 'h' ? 3'600'000 : 86'400'000;
       s.remove_prefix(1);
     } else if (any || !s.empty()) {
-      return refuse<milliseconds>(expected);
+      return fail<milliseconds>(expected);
     }
     auto v = scale(*d, unit, max_ms);
-    if (!v || total > max_ms - *v) return refuse<milliseconds>("'" + std::string(text) + "': longer than 30 days");
+    if (!v || total > max_ms - *v) return fail<milliseconds>("'" + std::string(text) + "': longer than 30 days");
     total += *v;
     any = true;
   }
-  if (total == 0) return refuse<milliseconds>("'" + std::string(text) + "': must be at least 1ms");
+  if (total == 0) return fail<milliseconds>("'" + std::string(text) + "': must be at least 1ms");
   return milliseconds(static_cast<milliseconds::rep>(total));
 }
 
@@ -122,9 +119,9 @@ base::result<double> parse_cpus(std::string_view text) {
                                "': expected a number of CPUs from 0.01 to 1024, like 0.5 or 2";
   std::string_view s = text;
   auto d = take_decimal(s);
-  if (!d || !s.empty() || d->whole > 1024) return refuse<double>(expected);
+  if (!d || !s.empty() || d->whole > 1024) return fail<double>(expected);
   const double v = static_cast<double>(d->whole) + d->fraction;
-  if (v < 0.01 || v > 1024) return refuse<double>(expected);
+  if (v < 0.01 || v > 1024) return fail<double>(expected);
   return v;
 }
 
@@ -134,8 +131,8 @@ base::result<std::uint64_t> parse_count(std::string_view text, std::uint64_t min
   std::string_view s = text;
   auto d = take_decimal(s);
   if (!d || !s.empty() || d->fraction != 0 || text.find('.') != std::string_view::npos)
-    return refuse<std::uint64_t>(expected);
-  if (d->whole < min || d->whole > max) return refuse<std::uint64_t>(expected);
+    return fail<std::uint64_t>(expected);
+  if (d->whole < min || d->whole > max) return fail<std::uint64_t>(expected);
   return d->whole;
 }
 

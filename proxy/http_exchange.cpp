@@ -3,8 +3,8 @@
 #include "base/deadline.hpp"
 #include "proxy/http_bodies.hpp"
 #include "proxy/http_head.hpp"
+#include "proxy/http_message_steps.hpp"
 #include "proxy/judge.hpp"
-#include "proxy/location.hpp"
 #include "proxy/refusals.hpp"
 #include "proxy/secret_mask.hpp"
 #include "proxy/served_streams.hpp"
@@ -13,7 +13,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -34,6 +33,14 @@ namespace http = beast::http;
 using base::nothrow;
 using policy::reason;
 using policy::verdict;
+using http_message_steps::bodiless;
+using http_message_steps::expects_continue;
+using http_message_steps::follow_redirect;
+using http_message_steps::judge_one;
+using http_message_steps::put_credential;
+using http_message_steps::response_passes;
+using http_message_steps::take_request_head;
+using http_message_steps::to_origin_form;
 
 // What a read buffer may hold: a head, and what Beast reads ahead of a body piece. A chunk
 // line or trailer section that does not fit fails the read (Beast has no limit of its own).
@@ -71,22 +78,6 @@ asio::awaitable<head_read> read_head(Stream& s, beast::flat_buffer& buf) {
   }
 }
 
-// RFC 9112 6.1 framing airlock forwards as it parsed it: no Transfer-Encoding, or exactly
-// one whose value is "chunked", on HTTP/1.1, without Content-Length. Anything else is a
-// message two parsers may frame differently (request smuggling): refused.
-template <bool IsRequest>
-bool plain_framing(const http::header<IsRequest>& h) {
-  const auto te = h.count(http::field::transfer_encoding);
-  if (te == 0) return true;
-  if (te != 1 || h.version() != 11 || h.count(http::field::content_length) > 0) return false;
-  return beast::iequals(h[http::field::transfer_encoding], "chunked");
-}
-
-// Statuses after which no body follows (RFC 9112 6.3), whatever the headers say.
-bool bodiless(unsigned status, bool head_request) {
-  return head_request || status / 100 == 1 || status == 204 || status == 304;
-}
-
 // A refusal on a served connection (steps::refusal_response), its status on the request's
 // line: the next request comes on a new, separately judged connection.
 template <typename Stream>
@@ -118,88 +109,6 @@ bool ended_between_requests(const head_read& head, record::decision_record& rec,
   rec.reason = head.timed_out ? reason::timeout : reason::truncated;
   record::decision_line::write(log, rec);
   return false;
-}
-
-// The request's head, from our strict parser (`parsed`) into `rec`, and the same bytes,
-// taken out of `from_client`, through Beast's parser `req` for the body's framing. The
-// request, or nullptr when it is to be refused 400 (`rec` says why): a head our strict
-// parser refused, one Beast refuses, or one framed ambiguously.
-const http_head::request* take_request_head(const http_head::result& parsed, beast::flat_buffer& from_client,
-                                            http::request_parser<http::buffer_body>& req,
-                                            record::decision_record& rec) {
-  const auto* req_head = std::get_if<http_head::request>(&parsed);
-  if (req_head == nullptr) {
-    const auto* f = std::get_if<http_head::failed>(&parsed);
-    rec.reason = f && f->why == http_head::error::too_large ? reason::too_large : reason::parse_error;
-    return nullptr;
-  }
-  rec.method = req_head->method;
-  rec.path = req_head->target;
-  rec.name = req_head->host;
-  req.header_limit(static_cast<std::uint32_t>(http_head::default_max_size));
-  req.body_limit(boost::none);  // bodies stream; the session's byte budget meters them
-  req.eager(false);
-  boost::system::error_code pec;
-  req.put(asio::buffer(from_client.data().data(), req_head->head_size), pec);
-  from_client.consume(req_head->head_size);
-  const bool framed = !pec && req.is_header_done() && plain_framing(req.get().base()) &&
-                      req_head->body != http_head::body::ambiguous;
-  if (!framed) {
-    rec.reason = reason::parse_error;
-    if (!pec && req.is_header_done()) rec.notes.push_back("ambiguous_framing");
-    return nullptr;
-  }
-  return req_head;
-}
-
-// The `number`th request judged (proxy/judge.hpp, judge_request): the connection's name,
-// then the rule's methods and paths. The decision goes on `rec`.
-request_judgement judge_one(const http_head::request& req_head, const exchange_setup& x, std::uint64_t number,
-                            std::string& plain_host, record::decision_record& rec) {
-  const request_scope scope{x.policy, x.name, x.port, x.tls, x.upgrades, x.granted, x.connection.rule};
-  auto d = judge_request(req_head, scope, number, plain_host);
-  if (!d.note.empty()) rec.notes.push_back(d.note);
-  rec.verdict = d.verdict;
-  rec.reason = d.reason;
-  rec.rule = std::string(d.rule);
-  return d;
-}
-
-// The explicit listener's absolute-form request, as the origin gets it: in origin-form,
-// without the headers meant for the proxy.
-void to_origin_form(http::request_header<>& h, const std::string& target) {
-  h.target(target);
-  h.erase(http::field::proxy_authorization);
-  h.erase("Proxy-Connection");
-}
-
-// A credential the sandbox never holds, only on a TLS connection whose name, resolution and
-// destination agree, only into its own header; its value joins `mask`.
-void put_credential(http::request_header<>& h, const exchange_setup& x, const std::string& target, secret_mask& mask,
-                    record::decision_record& rec) {
-  const auto* cred = x.policy.credential_for(x.name, target);
-  if (cred == nullptr) return;
-  if (x.tls && x.destination_agrees) {
-    h.erase(cred->header);
-    h.set(cred->header, cred->value);
-    // An echo must come back whole and plain to be masked: no compression, no ranges.
-    h.set(http::field::accept_encoding, "identity");
-    h.erase(http::field::range);
-    h.erase(http::field::if_range);
-    mask.add(cred->value);
-    rec.notes.push_back("credential_injected");
-  } else {
-    rec.notes.push_back(x.tls ? "credential_withheld:dst_mismatch" : "credential_withheld:plaintext");
-  }
-}
-
-// True when the client waits for 100 Continue before its body (the Expect is taken off:
-// airlock answers it itself, now that the request is allowed).
-bool expects_continue(http::request_header<>& h) {
-  const auto expect = h.find(http::field::expect);
-  if (expect == h.end() || !beast::iequals(expect->value(), "100-continue")) return false;
-  h.erase(http::field::expect);
-  return true;
 }
 
 // Writes a message's head to `to`, then (`with_body`) its body as it arrives from `from`
@@ -251,54 +160,6 @@ asio::awaitable<bool> read_response_head(Upstream& upstream, beast::flat_buffer&
     down += wn;
     if (wec) co_return false;
   }
-}
-
-// Whether a final response may go to the client, its echoed secrets masked in its headers
-// (note secret_masked). False, with the note saying why, when it is answered 502 instead:
-// framed ambiguously, or, on a connection that carries a credential, a body in an encoding
-// that could hide an echo from the mask.
-bool response_passes(http::response_header<>& h, unsigned status, bool head_request, const secret_mask& mask,
-                     record::decision_record& rec) {
-  if (!plain_framing(h)) {
-    rec.notes.push_back("upstream_ambiguous_framing");
-    return false;
-  }
-  if (mask.empty()) return true;
-  // A compressed body could carry an echo that cannot be masked.
-  const auto coding = h[http::field::content_encoding];
-  if (!coding.empty() && !beast::iequals(coding, "identity") && !bodiless(status, head_request)) {
-    rec.notes.push_back("encoded_response_with_credential");
-    return false;
-  }
-  if (mask_fields(h, mask)) rec.notes.push_back("secret_masked");
-  return true;
-}
-
-// A redirect to another host that the policy does not allow already: granted a one-shot
-// allowance when a redirect rule of this connection's name covers it, else refused (the
-// note names the host either way; policy/redirect_grants.hpp).
-void follow_redirect(const http::response_header<>& h, const exchange_setup& x, record::decision_record& rec) {
-  const auto& session = x.connection.session;
-  if (const auto it = h.find(http::field::location); it != h.end())
-    if (const auto to_target = location_host(it->value())) {
-      auto to = policy::domain_name::parse(to_target->host);
-      const bool https = to_target->has_scheme ? to_target->https : x.tls;
-      const std::uint16_t to_port = to_target->port.value_or(https ? 443 : 80);
-      if (to.has_value() && !(*to == x.name && to_port == x.port)) {
-        const auto already = x.policy.decide(*to, to_port);
-        if (!already.allowed()) {
-          const auto now = std::chrono::steady_clock::now();
-          if (const auto* rule = x.policy.redirect_to(x.name, *to)) {
-            x.ctx.grants->grant(session, *to, x.name, rule->mark.to_string(), now, policy::redirect_grants::default_ttl,
-                                to_port);
-            rec.notes.push_back("redirect_granted:" + to->str());
-          } else {
-            x.ctx.grants->refused(session, *to, x.name, now);
-            rec.notes.push_back("redirect_refused:" + to->str());
-          }
-        }
-      }
-    }
 }
 
 }  // namespace

@@ -78,6 +78,9 @@ decision_line::decision_line(decision_sink& sink, decision_record& rec, timing t
 
 decision_line::decision_line(decision_sink& sink) noexcept : sink_(&sink) {}
 
+// Every relayed connection's frame holds one for its whole life (libstdc++, 64-bit).
+static_assert(sizeof(decision_line) <= 80, "decision_line grew: every relayed connection pays for it");
+
 decision_line::decision_line(decision_line&& other) noexcept
     : probe(std::move(other.probe)),
       started(other.started),
@@ -85,7 +88,6 @@ decision_line::decision_line(decision_line&& other) noexcept
       rec_(other.rec_),
       packed_(std::move(other.packed_)),
       decided_notes_(other.decided_notes_),
-      facts_(std::move(other.facts_)),
       timing_(other.timing_),
       owed_(std::exchange(other.owed_, false)) {}
 
@@ -94,18 +96,18 @@ decision_line::~decision_line() { leave(); }
 void decision_line::write(decision_sink& sink, const decision_record& rec) noexcept { sink.emit(rec); }
 
 void decision_line::decide() {
-  if (decided_notes_ || rec_ == nullptr) return;
+  if (decided() || rec_ == nullptr) return;
   rec_->ts = std::chrono::system_clock::now();
   rec_->duration_ms = milliseconds_since(started);
   emit_with_process(*sink_, *rec_, probe);
-  decided_notes_ = rec_->notes.size();
+  decided_notes_ = static_cast<std::uint32_t>(rec_->notes.size());
 }
 
 void decision_line::take(decision_line& other) {
   other.decide();
   auto& rec = *other.rec_;
   // The close line needs neither the decision's notes nor its process: not kept.
-  forget_decided(rec, *other.decided_notes_);
+  forget_decided(rec, other.decided_notes_);
   packed_ = pack(rec);
 #ifndef NDEBUG
   if (render_json_line(unpack(packed_)) != render_json_line(rec)) {
@@ -119,10 +121,10 @@ void decision_line::take(decision_line& other) {
   other.owed_ = false;
 }
 
-void decision_line::leave() noexcept {
+void decision_line::leave(close_facts* facts) noexcept {
   if (!owed_) return;
   owed_ = false;
-  if (!decided_notes_) {  // the line about the decision, whatever it was
+  if (!decided()) {  // the line about the decision, whatever it was
     if (timing_ == timing::at_exit) {
       rec_->ts = std::chrono::system_clock::now();
       rec_->duration_ms = milliseconds_since(started);
@@ -133,13 +135,13 @@ void decision_line::leave() noexcept {
   try {  // the close line: a copy, or the packed record, with what came after
     decision_record packed_rec;
     decision_record& rec = rec_ != nullptr ? *rec_ : (packed_rec = unpack(packed_));
-    if (rec_ != nullptr) forget_decided(rec, *decided_notes_);
+    if (rec_ != nullptr) forget_decided(rec, decided_notes_);
     make_close_line(rec, started);
-    if (facts_) {
-      rec.bytes_up = facts_->bytes_up;
-      rec.bytes_down = facts_->bytes_down;
-      for (auto& n : facts_->notes) rec.notes.push_back(std::move(n));
-      if (facts_->cut) mark_cut(rec, facts_->budget);
+    if (facts != nullptr) {
+      rec.bytes_up = facts->bytes_up;
+      rec.bytes_down = facts->bytes_down;
+      for (auto& n : facts->notes) rec.notes.push_back(std::move(n));
+      if (facts->cut) mark_cut(rec, facts->budget);
     }
     sink_->emit(rec);
   } catch (...) {

@@ -16,7 +16,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,7 +61,7 @@ class decision_line {
   // An allowed connection's decision: its line now (stamped with the session's labels and
   // tool call of this moment); what is owed from here is its close line.
   void decide();
-  bool decided() const noexcept { return decided_notes_.has_value(); }
+  bool decided() const noexcept { return decided_notes_ != not_decided; }
 
   // Takes over `other`'s close line, deciding it first if it was not, in packed form
   // (record/packed.hpp): `other` owes nothing after. GCC keeps every local of a coroutine
@@ -70,8 +69,11 @@ class decision_line {
   // coroutine, with its record and sniffed bytes, and relayed by its caller, which keeps
   // only this line's ~200 packed bytes.
   void take(decision_line& other);
-  // What the relay saw, for the close line (a line the relay never finished has none).
-  void closing(close_facts facts) noexcept { facts_ = std::move(facts); }
+  // The close line, now, with what the relay saw (a line whose relay never finished
+  // leaves without them). Owes nothing after. Applied as the line leaves rather than kept:
+  // the line sits in every relayed connection's frame, and the facts would be kept there
+  // for the whole relay only to be read at its end.
+  void close(close_facts facts) noexcept { leave(&facts); }
 
   // Owes nothing any more: what was recorded turned out to be no line (a client that
   // closed before its request, an allowed request the connection's line stands for).
@@ -82,13 +84,15 @@ class decision_line {
   clock::time_point started = clock::now();
 
  private:
-  void leave() noexcept;
+  void leave(close_facts* facts = nullptr) noexcept;
 
   decision_sink* sink_;
-  decision_record* rec_ = nullptr;            // borrowed; null for a taken line
-  std::string packed_;                        // a taken close line
-  std::optional<std::size_t> decided_notes_;  // the notes the decision line carried
-  std::optional<close_facts> facts_;
+  decision_record* rec_ = nullptr;  // borrowed; null for a taken line
+  std::string packed_;              // a taken close line
+  // The notes the decision line carried, or not_decided. Narrow, with the two flags below
+  // beside it: the line sits in every relayed connection's frame.
+  static constexpr std::uint32_t not_decided = UINT32_MAX;
+  std::uint32_t decided_notes_ = not_decided;
   timing timing_ = timing::as_recorded;
   bool owed_ = false;
 };

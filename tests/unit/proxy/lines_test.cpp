@@ -45,7 +45,7 @@ collect relayed_connection(const proxy::relay_totals& totals, std::uint64_t sent
       relayed.take(line);
     }
     CHECK(sink.lines.size() == 1);  // the decision, and no second line when the judge returned
-    relayed.closing(proxy::steps::relay_outcome(totals, sent_up, ticket, nullptr));
+    relayed.close(proxy::steps::relay_outcome(totals, sent_up, ticket, nullptr));
   }
   return sink;
 }

@@ -141,8 +141,7 @@ TEST_CASE("a taken line: the decision at once, the close line from the packed re
     CHECK(sink.lines.size() == 1);
   }
   CHECK(sink.lines.size() == 1);  // the judge's line handed its duty over
-  relayed.closing(
-      {.bytes_up = 11, .bytes_down = 22, .notes = {"idle_timeout"}, .cut = true, .budget = "session_bytes"});
+  relayed.close({.bytes_up = 11, .bytes_down = 22, .notes = {"idle_timeout"}, .cut = true, .budget = "session_bytes"});
   { decision_line gone(std::move(relayed)); }
   REQUIRE(sink.lines.size() == 2);
   const auto& close = sink.lines[1];

@@ -347,13 +347,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
 }
 
 instance::instance(std::unique_ptr<parts> p) : parts_(std::move(p)) {}
-instance::~instance() {
-  if (parts_->control) {
-    boost::system::error_code ignored;
-    parts_->control->close(ignored);
-    ::unlink(parts_->cfg.listen.control.c_str());
-  }
-}
+instance::~instance() = default;
 
 asio::io_context& instance::io() { return parts_->io; }
 session_registry& instance::registry() { return *parts_->sessions; }

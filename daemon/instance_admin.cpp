@@ -67,9 +67,9 @@ void start_admin_and_control(parts_t& r) {
     co_spawn(r.io, serve_http(a, [&r](const http_request& req) { return admin(r, req); }), report("admin listener"));
   if (r.control)
     co_spawn(r.io,
-             serve_http(*r.control, make_control_handler(control_hooks{*r.sessions, [&r] { return reload(r); },
-                                                                       [&r] { return info_json(r); },
-                                                                       [&r] { return r.sample(); }})),
+             serve_http(r.control->acceptor, make_control_handler(control_hooks{*r.sessions, [&r] { return reload(r); },
+                                                                                [&r] { return info_json(r); },
+                                                                                [&r] { return r.sample(); }})),
              report("control listener"));
 }
 

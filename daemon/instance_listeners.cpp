@@ -199,10 +199,12 @@ std::optional<startup_error> open_control_socket(parts_t& r) {
                            "; stop it or set listen.control");
   }
   ::unlink(path.c_str());  // a stale socket from a daemon that did not shut down
-  auto& a = r.control.emplace(r.io);
+  auto& control = r.control.emplace(r.io, path);
+  auto& a = control.acceptor;
   boost::system::error_code ec;
   a.open(unix_socket(), ec);
   if (!ec) a.bind(unix_socket::endpoint(path), ec);
+  control.bound = !ec;
   if (!ec && ::chmod(path.c_str(), 0600) != 0) ec.assign(errno, boost::system::generic_category());
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return cannot_listen("cannot listen for control on " + path + ": " + ec.message());
@@ -244,7 +246,7 @@ void close_listeners(parts_t& r) {
   for (auto& s : r.dns_sockets) s.close(ignored);
   for (auto& a : r.dns_acceptors) a.close(ignored);
   for (auto& a : r.admin_acceptors) a.close(ignored);
-  if (r.control) r.control->close(ignored);
+  if (r.control) r.control->acceptor.close(ignored);
 }
 
 }  // namespace airlock::daemon

@@ -40,6 +40,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 namespace airlock::daemon {
 
 // One more event loop on a thread of its own, for proxy connections: its own listening
@@ -62,6 +64,23 @@ struct proxy_loop {
   std::list<boost::asio::ip::tcp::acceptor> tproxy_acceptors;
   std::list<boost::asio::ip::tcp::acceptor> explicit_acceptors;
   std::thread thread;
+};
+
+// The control API's listener and the socket file it made: the file goes with it, also when
+// create() gives up after a later step failed (a stale file would make the next start
+// probe it and `airlock run` try it).
+struct control_socket {
+  control_socket(boost::asio::io_context& io, std::string at) : acceptor(io), path(std::move(at)) {}
+  control_socket(const control_socket&) = delete;
+  control_socket& operator=(const control_socket&) = delete;
+  ~control_socket() {
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    if (bound) ::unlink(path.c_str());
+  }
+  boost::asio::local::stream_protocol::acceptor acceptor;
+  std::string path;
+  bool bound = false;  // the file is ours to remove
 };
 
 struct instance::parts {
@@ -102,7 +121,7 @@ struct instance::parts {
   std::list<boost::asio::ip::tcp::acceptor> dns_acceptors;
   std::list<boost::asio::ip::tcp::acceptor> explicit_acceptors;
   std::list<boost::asio::ip::tcp::acceptor> admin_acceptors;
-  std::optional<boost::asio::local::stream_protocol::acceptor> control;
+  std::optional<control_socket> control;
   std::list<boost::asio::ip::tcp::acceptor> proxy_acceptors;  // REDIRECT
   std::list<boost::asio::ip::tcp::acceptor> tproxy_acceptors;
   std::vector<policy::endpoint_config> proxy_bound, tproxy_bound, explicit_bound, dns_bound, admin_bound;

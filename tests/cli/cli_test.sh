@@ -63,6 +63,16 @@ check "daemon: a bad config exits 2 before binding anything" 2 'unknown_key.yaml
   "$AIRLOCK" daemon -c "$DATA/policy/bad/unknown_key.yaml"
 check "daemon: a config that listens on nothing is refused" 2 'nothing to serve' -- \
   "$AIRLOCK" daemon -c "$DATA/policy/ok/no_listeners.yaml"
+# A start that fails after the control socket was made (a policy RE2 cannot compile within
+# its memory budget fails only when the daemon compiles it) leaves no socket file behind.
+{
+  printf 'version: 1\nlisten:\n  dns: 127.0.0.1:25053\n  control: %s/run/control.sock\n' "$tmp"
+  printf 'upstream_dns: [127.0.0.1]\npolicies:\n  p:\n    allow:\n'
+  for i in $(seq 300); do printf '      - regex: "^[a-z]{1,60}[0-9]{1,60}x%d[a-z]{1,60}[.]example$"\n' "$i"; done
+  printf 'sessions:\n  - id: s\n    source: 127.0.0.1/32\n    policy: p\n'
+} >"$tmp/late_failure.yaml"
+check "daemon: a start that fails late exits 2" 2 "exceed RE2's memory budget" -- "$AIRLOCK" daemon -c "$tmp/late_failure.yaml"
+check "  and leaves no control socket behind" 0 '' -- bash -c "[[ -d $tmp/run && ! -e $tmp/run/control.sock ]]"
 check "nft-rules: needs --iface" 2 'iface IFACE is required' -- "$AIRLOCK" nft-rules
 check "nft-rules: refuses an interface name that could smuggle syntax" 2 'interface name' -- \
   "$AIRLOCK" nft-rules --iface 'x"; flush ruleset'

@@ -2,7 +2,12 @@
 #include "launcher/nft_rules.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <string>
+
+#include <pwd.h>
 
 namespace airlock::app {
 namespace {
@@ -13,6 +18,15 @@ std::optional<std::uint16_t> port_of(const std::optional<std::string>& text, std
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
   if (ec != std::errc{} || end != text->data() + text->size() || v < 1 || v > 65535) return std::nullopt;
   return static_cast<std::uint16_t>(v);
+}
+
+// A uid given as a number or a user name.
+std::optional<std::uint32_t> uid_of(const std::string& text) {
+  std::uint32_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc{} && end == text.data() + text.size()) return v;
+  if (const passwd* pw = ::getpwnam(text.c_str())) return pw->pw_uid;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -26,16 +40,34 @@ int run_nft_rules_command(args a) {
   const auto https = port_of(r.value("", "--https-port"), 0);
   const auto table = r.value("", "--table");
   g.tproxy = r.flag("--tproxy");
+  const bool sidecar = r.flag("--sidecar");
+  const auto uid_text = r.value("", "--uid");
   if (auto rest = r.positionals(); !rest.empty()) r.fail("unexpected argument '" + rest.front() + "'");
-  if (!iface) r.fail("--iface IFACE is required");
   if (!proxy || !dns || !https) r.fail("ports must be numbers 1..65535");
+  std::optional<std::uint32_t> uid;
+  if (sidecar) {
+    if (iface) r.fail("--iface is for the gateway table; --sidecar steers the namespace's own traffic");
+    if (g.tproxy) r.fail("--tproxy is for the gateway table; the sidecar's is REDIRECT in the output hook");
+    if (!uid_text) r.fail("--sidecar needs --uid UID: the user airlock runs as, whose traffic goes out as it is");
+    else if (!(uid = uid_of(*uid_text))) r.fail("--uid " + *uid_text + ": neither a number nor a known user");
+  } else {
+    if (!iface) r.fail("--iface IFACE is required (or --sidecar --uid UID)");
+    if (uid_text) r.fail("--uid is for --sidecar");
+  }
   if (r.failed()) return r.usage_error();
-  g.iface = *iface;
-  g.proxy_port = *proxy;
-  g.dns_port = *dns;
-  g.https_port = *https;
-  if (table) g.table = *table;
-  auto text = launcher::render(g);
+  base::result<std::string> text;
+  if (sidecar) {
+    launcher::sidecar_rules s{.airlock_uid = *uid, .proxy_port = *proxy, .dns_port = *dns, .https_port = *https};
+    if (table) s.table = *table;
+    text = launcher::render(s);
+  } else {
+    g.iface = *iface;
+    g.proxy_port = *proxy;
+    g.dns_port = *dns;
+    g.https_port = *https;
+    if (table) g.table = *table;
+    text = launcher::render(g);
+  }
   if (!text.has_value()) {
     std::fprintf(stderr, "airlock nft-rules: %s\n", text.error().c_str());
     return exit_usage;

@@ -78,15 +78,25 @@ Options:
 
 constexpr std::string_view nft_rules_help =
     R"(Usage: airlock nft-rules --iface IFACE [--proxy-port N] [--https-port N] [--dns-port N] [--table NAME] [--tproxy]
+       airlock nft-rules --sidecar --uid UID [--proxy-port N] [--https-port N] [--dns-port N] [--table NAME]
 
 Prints the nftables ruleset (for 'nft -f -') that makes this host the gateway for a
 sandbox behind IFACE: TCP is redirected to airlock's proxy, DNS (UDP and TCP 53) to
 airlock's DNS server, and everything else from IFACE is dropped: no forwarding, no
 other local port, no ICMP, no IPv6 beyond what is redirected.
+
+With --sidecar, the ruleset for a network namespace airlock shares with its workload
+(a pod): every process's own TCP and DNS but airlock's (uid UID) go to airlock, and
+everything else they send out is dropped (UDP and QUIC, ICMP, other protocols; IPv4 and
+IPv6). Loopback stays open inside the namespace, and replies to connections that came in
+go out. Run airlock as a uid of its own, with listen.proxy and listen.dns on loopback
+(127.0.0.1 and [::1]), where REDIRECT in the output hook sends.
 The table is one atomic unit: 'nft delete table inet NAME' removes it.
 
 Options:
       --iface IFACE     the gateway-side interface the sandbox's traffic arrives on
+      --sidecar         the sidecar's table instead of a gateway's
+      --uid UID         with --sidecar: the uid (or user name) airlock runs as
       --proxy-port N    airlock's transparent proxy port (default 15001)
       --https-port N    TCP to port 443 goes to this port instead: a second listen.proxy
                         entry of the daemon. Keeps :443's connections apart from the other
@@ -94,7 +104,7 @@ Options:
                         TIME_WAIT left by its plain-HTTP ones (which costs it a resent SYN,
                         10-20 ms). Recommended; REDIRECT only.
       --dns-port N      airlock's DNS port (default 15053)
-      --table NAME      nft table name (default airlock_IFACE)
+      --table NAME      nft table name (default airlock_IFACE, or airlock_sidecar)
       --tproxy          TCP by TPROXY instead of REDIRECT (no NAT; the destination is
                         kept), to airlock's listen.tproxy port given as --proxy-port;
                         the text starts with the policy routing it needs (ip rule/route)
@@ -257,7 +267,7 @@ constexpr command table[] = {
     {"check", "validate a policy file", check_help, run_check_command},
     {"test", "ask a policy about one host and port", test_help, run_test_command},
     {"ca", "create the local CA for TLS inspection", ca_help, run_ca_command},
-    {"nft-rules", "print the gateway nftables rules for a sandbox interface", nft_rules_help, run_nft_rules_command},
+    {"nft-rules", "print the nftables rules of a gateway or a sidecar", nft_rules_help, run_nft_rules_command},
     {"explain", "tell a session's story from the decision log", explain_help, run_explain_command},
     {"suggest", "suggest the policy a session needed, from the decision log", suggest_help, run_suggest_command},
     {"run", "run a command in a sandbox whose only way out is airlock", run_help, run_run_command},

@@ -28,6 +28,8 @@ packages=(
   unbound nginx-light curl bind9-dnsutils openssl python3 procps
   # a client TLS inspection is tested with (npm: below)
   git
+  # the manual pages' check (groff reads each page); the sidecar test's users (setpriv)
+  groff-base util-linux
   "$@"
 )
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace airlock::launcher {
 namespace {
@@ -13,13 +15,17 @@ bool safe_name(const std::string& s, std::size_t max) {
   });
 }
 
+// What is wrong with a set of airlock's ports, or nothing.
+std::string ports_problem(std::uint16_t proxy, std::uint16_t dns, std::uint16_t https) {
+  if (proxy == 0 || dns == 0 || proxy == dns) return "proxy and DNS ports must be distinct and non-zero";
+  if (https != 0 && (https == proxy || https == dns)) return "the HTTPS port must differ from the proxy and DNS ports";
+  return {};
+}
+
 }  // namespace
 
 base::result<std::string> render(const gateway_rules& g) {
-  // result<string, string> cannot guess which side a string is: say it.
-  auto refuse = [](std::string message) {
-    return base::result<std::string>(boost::system::in_place_error, std::move(message));
-  };
+  const auto refuse = base::fail<std::string>;
   if (!safe_name(g.iface, 15)) return refuse("interface name '" + g.iface + "': expected 1-15 of [A-Za-z0-9_.-]");
   std::string table = g.table;
   if (table.empty()) {
@@ -28,12 +34,9 @@ base::result<std::string> render(const gateway_rules& g) {
         table.begin(), table.end(), [](char c) { return c == '-' || c == '.'; }, '_');
   }
   if (!safe_name(table, 64)) return refuse("table name '" + table + "': expected 1-64 of [A-Za-z0-9_.-]");
-  if (g.proxy_port == 0 || g.dns_port == 0 || g.proxy_port == g.dns_port)
-    return refuse("proxy and DNS ports must be distinct and non-zero");
+  if (auto problem = ports_problem(g.proxy_port, g.dns_port, g.https_port); !problem.empty()) return refuse(problem);
   if (g.https_port != 0 && g.tproxy)
     return refuse("an HTTPS port is for REDIRECT: TPROXY keeps each connection's own destination");
-  if (g.https_port != 0 && (g.https_port == g.proxy_port || g.https_port == g.dns_port))
-    return refuse("the HTTPS port must differ from the proxy and DNS ports");
 
   const std::string in = "    iifname \"" + g.iface + "\" ";
   const std::string proxy = std::to_string(g.proxy_port);
@@ -94,6 +97,45 @@ base::result<std::string> render(const gateway_rules& g) {
          in + "counter drop\n" + "    oifname \"" + g.iface + "\" counter drop\n" +
          "  }\n"
          "}\n";
+  return base::result<std::string>(boost::system::in_place_value, std::move(out));
+}
+
+base::result<std::string> render(const sidecar_rules& s) {
+  const auto refuse = base::fail<std::string>;
+  if (s.airlock_uid == 0)
+    return refuse("airlock's uid 0 would exempt every root process of the namespace: run airlock as a uid of its own");
+  if (!safe_name(s.table, 64)) return refuse("table name '" + s.table + "': expected 1-64 of [A-Za-z0-9_.-]");
+  if (auto problem = ports_problem(s.proxy_port, s.dns_port, s.https_port); !problem.empty()) return refuse(problem);
+
+  const std::string skuid = "meta skuid " + std::to_string(s.airlock_uid);
+  const std::string proxy = std::to_string(s.proxy_port);
+  const std::string dns = std::to_string(s.dns_port);
+  // Locally sent packets meet the output hook after their route was chosen, so `oifname
+  // "lo"` names loopback destinations. Every chain of the hook sees that first route's
+  // device, also after REDIRECT sent the packet to loopback: the filter chain knows a
+  // redirected packet by its conntrack status (dnat), not by its device. Packets without a
+  // socket (the kernel's own: neighbour discovery, a TIME_WAIT socket's ACK) carry no uid:
+  // established connections and neighbour discovery pass by their own rules.
+  std::vector<std::string> steer = {skuid + " return", "udp dport 53 redirect to :" + dns,
+                                    "tcp dport 53 redirect to :" + dns, "oifname \"lo\" return"};
+  if (s.https_port != 0) steer.push_back("tcp dport 443 redirect to :" + std::to_string(s.https_port));
+  steer.push_back("meta l4proto tcp redirect to :" + proxy);
+  const std::vector<std::string> guard = {
+      skuid + " accept",
+      "ct status dnat accept",
+      "oifname \"lo\" accept",
+      "ct state established,related accept",
+      "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } ip6 hoplimit 255 accept",
+      "counter drop",
+  };
+  auto chain = [](const std::string& name, const std::string& type, const std::vector<std::string>& rules) {
+    std::string text = "  chain " + name + " {\n    " + type + "\n";
+    for (const auto& r : rules) text += "    " + r + "\n";
+    return text + "  }\n";
+  };
+  std::string out = "table inet " + s.table + " {\n" +
+                    chain("steer", "type nat hook output priority -100; policy accept;", steer) +
+                    chain("guard", "type filter hook output priority filter; policy accept;", guard) + "}\n";
   return base::result<std::string>(boost::system::in_place_value, std::move(out));
 }
 

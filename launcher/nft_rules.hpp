@@ -1,7 +1,8 @@
 #pragma once
-// The gateway's nftables table for one sandbox interface, as text for `nft -f -`
-// (applied in one transaction, so never half-installed). Pure: unit-tested on its text,
-// used by `airlock nft-rules`, the demo and the end-to-end tests, and by the launcher.
+// airlock's nftables tables, as text for `nft -f -` (applied in one transaction, so never
+// half-installed): the gateway's for one sandbox interface, and the sidecar's for a network
+// namespace airlock shares with its workload. Pure: unit-tested on their text, used by
+// `airlock nft-rules`, the demo and the end-to-end tests, and (the gateway's) by the launcher.
 #include "base/result.hpp"
 
 #include <cstdint>
@@ -32,5 +33,21 @@ inline constexpr unsigned tproxy_mark = 0x1a1;
 // The ruleset, or a message naming the bad field (interface or table names outside
 // [A-Za-z0-9_.-] could smuggle nft syntax, so they are refused, not quoted).
 base::result<std::string> render(const gateway_rules& g);
+
+// Sidecar mode: airlock and the workload in one network namespace (a pod's). The output
+// hook sends the TCP and DNS of every process but airlock's own (its uid: Envoy's and
+// Istio's pattern) to airlock, and drops whatever else the workload sends out: UDP (QUIC
+// included), ICMP, other IP protocols, both families. Loopback stays open inside the
+// namespace, as containers of a pod talk over it; DNS to a loopback resolver is redirected
+// all the same. Replies to connections that came in are let out.
+struct sidecar_rules {
+  std::uint32_t airlock_uid = 0;  // refused: uid 0 would exempt every root process
+  std::uint16_t proxy_port = 15001;
+  std::uint16_t dns_port = 15053;
+  std::uint16_t https_port = 0;  // as gateway_rules::https_port
+  std::string table = "airlock_sidecar";
+};
+
+base::result<std::string> render(const sidecar_rules& s);
 
 }  // namespace airlock::launcher

@@ -74,10 +74,17 @@ check "daemon: a config that listens on nothing is refused" 2 'nothing to serve'
 check "daemon: a start that fails late exits 2" 2 "exceed RE2's memory budget" -- "$AIRLOCK" daemon -c "$tmp/late_failure.yaml"
 check "  and leaves no control socket behind" 0 '' -- bash -c "[[ -d $tmp/run && ! -e $tmp/run/control.sock ]]"
 check "nft-rules: needs --iface" 2 'iface IFACE is required' -- "$AIRLOCK" nft-rules
+check "nft-rules: --sidecar needs --uid" 2 'needs --uid' -- "$AIRLOCK" nft-rules --sidecar
+check "nft-rules: --sidecar refuses uid 0" 2 'uid of its own' -- "$AIRLOCK" nft-rules --sidecar --uid 0
+check "nft-rules: --sidecar refuses an unknown user" 2 'neither a number nor a known user' -- \
+  "$AIRLOCK" nft-rules --sidecar --uid no-such-user-here
+check "nft-rules: --sidecar takes a user name" 0 'meta skuid 65534 return' -- "$AIRLOCK" nft-rules --sidecar --uid nobody
 check "nft-rules: refuses an interface name that could smuggle syntax" 2 'interface name' -- \
   "$AIRLOCK" nft-rules --iface 'x"; flush ruleset'
 if command -v nft >/dev/null; then
   check "nft-rules: nft itself accepts the ruleset" 0 '' -- bash -c "$AIRLOCK nft-rules --iface veth0 | nft -c -f -"
+  check "nft-rules: nft itself accepts the sidecar ruleset" 0 '' -- \
+    bash -c "$AIRLOCK nft-rules --sidecar --uid 1337 --https-port 15443 | nft -c -f -"
 fi
 check "ca init: creates the CA" 0 'ca.crt' -- "$AIRLOCK" ca init "$tmp/ca"
 check "ca init: refuses to overwrite" 1 'ca.key' -- "$AIRLOCK" ca init "$tmp/ca"

@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 using airlock::launcher::gateway_rules;
 using airlock::launcher::render;
 
@@ -92,4 +96,72 @@ TEST_CASE("before anything else, the sandbox's link drops what does not route ba
     const bool before_divert = t.find("chain divert") == std::string::npos || chain < t.find("chain divert");
     CHECK(before_divert);
   }
+}
+
+namespace {
+
+// The rules of chain `name`, in order, each without its indentation.
+std::vector<std::string> chain_rules(const std::string& table, const std::string& name) {
+  std::vector<std::string> rules;
+  std::istringstream in(table);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    const auto start = line.find_first_not_of(' ');
+    const std::string rule = start == std::string::npos ? "" : line.substr(start);
+    if (rule == "chain " + name + " {") inside = true;
+    else if (inside && rule == "}") break;
+    else if (inside && !rule.starts_with("type ")) rules.push_back(rule);
+  }
+  return rules;
+}
+
+}  // namespace
+
+TEST_CASE("the sidecar table: airlock's uid goes out as it is, the rest's TCP and DNS go to airlock, nothing else") {
+  airlock::launcher::sidecar_rules s;
+  s.airlock_uid = 1337;
+  s.https_port = 15443;
+  auto r = render(s);
+  REQUIRE(r.has_value());
+  CHECK(r->starts_with("table inet airlock_sidecar {\n"));
+  CHECK(r->find("type nat hook output priority -100; policy accept;") != std::string::npos);
+  CHECK(r->find("type filter hook output priority filter; policy accept;") != std::string::npos);
+  // Each chain whole and in order: airlock's exemption first, DNS redirected before the
+  // loopback exemption (a loopback resolver is no way around airlock's DNS), every other
+  // TCP redirected last.
+  CHECK(chain_rules(*r, "steer") == std::vector<std::string>{
+                                        "meta skuid 1337 return",
+                                        "udp dport 53 redirect to :15053",
+                                        "tcp dport 53 redirect to :15053",
+                                        "oifname \"lo\" return",
+                                        "tcp dport 443 redirect to :15443",
+                                        "meta l4proto tcp redirect to :15001",
+                                    });
+  // Nothing the workload sends leaves the namespace but what was redirected to airlock,
+  // loopback, replies on connections that exist, and neighbour discovery; the drop ends it.
+  CHECK(chain_rules(*r, "guard") ==
+        std::vector<std::string>{
+            "meta skuid 1337 accept",
+            "ct status dnat accept",
+            "oifname \"lo\" accept",
+            "ct state established,related accept",
+            "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } ip6 hoplimit 255 accept",
+            "counter drop",
+        });
+}
+
+TEST_CASE("the sidecar table refuses uid 0, a table name that could smuggle syntax, and clashing ports") {
+  airlock::launcher::sidecar_rules s;
+  CHECK(render(s).error().find("uid of its own") != std::string::npos);  // uid 0 would exempt all of root
+  s.airlock_uid = 1337;
+  REQUIRE(render(s).has_value());
+  s.table = "x; flush ruleset";
+  CHECK_FALSE(render(s).has_value());
+  s.table = "airlock_sidecar";
+  s.dns_port = s.proxy_port;
+  CHECK_FALSE(render(s).has_value());
+  s.dns_port = 15053;
+  s.https_port = 15053;
+  CHECK_FALSE(render(s).has_value());
 }

@@ -39,7 +39,9 @@ base::result<std::string> render(const gateway_rules& g);
 // Istio's pattern) to airlock, and drops whatever else the workload sends out: UDP (QUIC
 // included), ICMP, other IP protocols, both families. Loopback stays open inside the
 // namespace, as containers of a pod talk over it; DNS to a loopback resolver is redirected
-// all the same. Replies to connections that came in are let out.
+// all the same. Replies to connections that came in are let out. REDIRECT in the output hook
+// sends to 127.0.0.1 and ::1, so airlock's listeners belong there (a UDP answer from a
+// wildcard socket would leave from another address and miss its query's connection).
 struct sidecar_rules {
   std::uint32_t airlock_uid = 0;  // refused: uid 0 would exempt every root process
   std::uint16_t proxy_port = 15001;

@@ -63,8 +63,10 @@ asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, p
   if (!co_await judge(client, peer, upstream, ctx, ticket, line, plan)) co_return;
   auto* gate = plan.requests ? &plan.requests->gate() : nullptr;
   const auto totals = co_await relay(client, upstream, idle_limit(ctx), &ticket, gate);
+  // The close line leaves before a refused request's answer is written: a shutdown that cuts
+  // that write then cannot take the line's byte counts with it.
+  line.close(relay_outcome(totals, plan.sent_up, ticket, gate));
   if (gate && gate->refused() != 0) co_await plan.requests->answer(client);
-  line.close(relay_outcome(totals, plan.sent_up, ticket, gate));  // its duration covers the answer
 }
 
 }  // namespace airlock::proxy::steps

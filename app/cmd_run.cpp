@@ -1,26 +1,87 @@
-// `airlock run`: reads the options, picks the daemon (the one on --control, else an
-// embedded one) and hands over to launcher::run_sandbox.
+// `airlock run`: reads the options, then one of three ways. As root: picks the daemon (the one
+// on --control, else an embedded one) and hands over to launcher::run_sandbox. Without root:
+// asks the daemon's sandbox socket to do that for the caller (control/sandbox_call.hpp). As
+// the daemon's helper (`--order-fd FD`, the only argument): the same as root, for the user
+// the order names, with that user's arguments, environment and descriptors.
 #include "app/cli.hpp"
 #include "app/launcher_flags.hpp"
+#include "base/errno_text.hpp"
 #include "base/result.hpp"
+#include "base/small_file.hpp"
+#include "base/unique_fd.hpp"
+#include "control/sandbox_call.hpp"
+#include "control/sandbox_client.hpp"
 #include "control/session_api.hpp"
 #include "daemon/embedded.hpp"
 #include "launcher/sandbox.hpp"
 #include "policy/units.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
 #include <cstdio>
+#include <string_view>
+#include <vector>
+
+extern char** environ;
 
 namespace airlock::app {
-int run_run_command(args a) {
+namespace {
+
+void say(const std::string& line) { std::fprintf(stderr, "airlock: %s\n", line.c_str()); }
+
+// Without root: the daemon makes the sandbox. The caller opens what it shares, so the daemon
+// shows the sandbox nothing the caller could not reach.
+int run_through_daemon(const std::string& socket, args a, const launcher::run_options& o) {
+  control::sandbox_call call;
+  for (auto s : a) call.args.emplace_back(s);
+  for (char** e = environ; *e != nullptr; ++e) call.env.emplace_back(*e);
+  std::vector<base::unique_fd> opened;
+  // The working directory even with --no-cwd: the call's layout has its place.
+  opened.emplace_back(::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!opened.back()) opened.back().reset(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  for (const auto* list : {&o.ro, &o.rw})
+    for (const auto& p : *list) {
+      opened.emplace_back(::open(p.c_str(), O_PATH | O_CLOEXEC));
+      if (!opened.back()) {
+        say((list == &o.ro ? "--ro " : "--rw ") + p.string() + ": " + base::errno_text() + "; CMD was not started");
+        return launcher::exit_setup_failed;
+      }
+    }
+  if (opened.size() - 1 > control::max_call_paths) {
+    say("at most " + std::to_string(control::max_call_paths) + " --ro/--rw paths through the daemon");
+    return launcher::exit_setup_failed;
+  }
+  call.paths = opened.size() - 1;
+  const auto mask = ::umask(022);
+  ::umask(mask);
+  call.umask = mask;
+  std::vector<int> fds{0, 1, 2};
+  for (const auto& f : opened) fds.push_back(f.get());
+  auto status = control::call_sandbox(socket, call, fds);
+  if (!status) {
+    say(status.error() + "; CMD was not started");
+    return launcher::exit_setup_failed;
+  }
+  return *status;
+}
+
+int run_with(args a, const control::sandbox_order* order) {
   arg_reader r("run", a);
   launcher::run_options o;
   const auto config = r.value("-c", "--config");
   const auto log = r.value("", "--log");
-  const auto control = control_socket(r);
+  const auto control_flag = r.value("", "--control");
+  const auto state_flag = r.value("", "--state-dir");
+  const auto pool_flag = r.value("", "--pool");
+  const auto sandbox_socket = r.value("", "--sandbox-socket").value_or(std::string(control::default_sandbox_socket));
+  const std::string control = order ? order->control : control_flag.value_or(std::string(default_control_socket));
   if (auto v = r.value("", "--policy")) o.policy = *v;
   if (auto v = r.value("", "--session")) o.session_id = *v;
   o.allow = r.values("--allow");
-  o.state_dir = state_dir(r);
+  o.state_dir = state_flag.value_or(std::string(launcher::default_state_dir));
   o.labels = r.key_values("--label");
   for (const auto& d : r.values("--ro")) o.ro.emplace_back(d);
   for (const auto& d : r.values("--rw")) o.rw.emplace_back(d);
@@ -44,20 +105,49 @@ int run_run_command(args a) {
   quantity("--cpus", policy::parse_cpus, o.limits.cpus);
   quantity("--timeout", policy::parse_duration, o.timeout);
   o.env = r.values("--env");
-  if (auto v = r.value("", "--pool")) o.pool = *v;
+  if (pool_flag) o.pool = *pool_flag;
   if (r.flag("--keep-env"))
     r.fail("--keep-env is not offered (it would hand every secret to CMD); name each variable with --env VAR");
   o.command = r.positionals();
   if (!r.failed() && o.command.empty()) r.fail("no command: airlock run [OPTIONS] -- CMD [ARG...]");
+  if (order) {
+    // The daemon's helper acts for a caller with airlock's privileges: what would point
+    // them elsewhere than the daemon's own settings is refused.
+    for (auto [given, flag] : {std::pair{config.has_value(), "-c"},
+                               {log.has_value(), "--log"},
+                               {control_flag.has_value(), "--control"},
+                               {state_flag.has_value(), "--state-dir"},
+                               {pool_flag.has_value(), "--pool"},
+                               {copy_cwd, "--copy-cwd"}})
+      if (given)
+        r.fail(std::string(flag) + " is root's alone; through the daemon its settings apply (run without " + flag +
+               ", or as root)");
+  }
   if (r.failed()) {
     r.usage_error();
     return launcher::exit_setup_failed;  // CMD's statuses are ours to pass on: 2 could be CMD's
   }
+  if (!order && ::geteuid() != 0) return run_through_daemon(sandbox_socket, a, o);
 
+  if (order) {
+    launcher::caller_identity c;
+    c.uid = order->uid;
+    c.gid = order->gid;
+    c.groups = order->groups;
+    c.user = order->user;
+    c.env = order->call.env;
+    c.umask = order->call.umask;
+    c.cwd_fd = order->first_fd;
+    for (std::size_t i = 0; i < order->call.paths; ++i) c.path_fds.push_back(order->first_fd + 1 + static_cast<int>(i));
+    o.caller = std::move(c);
+    if (!order->state_dir.empty()) o.state_dir = order->state_dir;
+    if (!order->pool.empty()) o.pool = order->pool;
+  }
   launcher::daemon_source daemons;
   daemons.running = [&]() -> std::optional<launcher::daemon_link> {
     auto client = control::connect_control(control);
     if (!client) {
+      if (order) return std::nullopt;  // the helper never starts a daemon of its own
       std::fprintf(stderr, "airlock: %s; starting an embedded daemon for this sandbox\n", client.error().c_str());
       return std::nullopt;
     }
@@ -67,6 +157,7 @@ int run_run_command(args a) {
     return launcher::daemon_link{std::move(*client), "the daemon at " + control, control};
   };
   daemons.embedded = [&](const boost::asio::ip::address_v4& gateway) -> base::result<launcher::daemon_link> {
+    if (order) return base::fail<launcher::daemon_link>("the daemon's control socket " + control + " did not answer");
     daemon::embedded_options eo;
     if (config) eo.config_path = *config;
     if (log) eo.decisions_log = *log;
@@ -76,6 +167,43 @@ int run_run_command(args a) {
     return launcher::daemon_link{std::move(*embedded), "an embedded daemon", ""};
   };
   return launcher::run_sandbox(o, daemons);
+}
+
+// The daemon's helper: the order is on descriptor FD (a sealed memfd the daemon wrote).
+int run_for_caller(std::string_view fd_text) {
+  int fd = -1;
+  auto [end, ec] = std::from_chars(fd_text.data(), fd_text.data() + fd_text.size(), fd);
+  if (ec != std::errc{} || end != fd_text.data() + fd_text.size() || fd < 3) {
+    say("--order-fd takes a descriptor number from 3 up; it is how the daemon starts airlock run for a caller");
+    return launcher::exit_setup_failed;
+  }
+  if (::geteuid() != 0) {
+    say("--order-fd is the daemon's, which runs as root");
+    return launcher::exit_setup_failed;
+  }
+  base::unique_fd held(fd);
+  auto text = base::read_file(held.get(), control::max_call_bytes * 2);
+  held.reset();
+  if (!text) {
+    say("read the daemon's order: " + text.error());
+    return launcher::exit_setup_failed;
+  }
+  auto order = control::decode_order(*text);
+  if (!order) {
+    say("the daemon's order: " + order.error());
+    return launcher::exit_setup_failed;
+  }
+  std::vector<std::string_view> caller_args(order->call.args.begin(), order->call.args.end());
+  return run_with(caller_args, &*order);
+}
+
+}  // namespace
+
+int run_run_command(args a) {
+  // The daemon's helper takes its orders on a descriptor, never on the command line (which
+  // `ps` shows, and which the caller would otherwise write).
+  if (a.size() == 2 && a[0] == "--order-fd") return run_for_caller(a[1]);
+  return run_with(a, nullptr);
 }
 
 }  // namespace airlock::app

@@ -173,9 +173,17 @@ ID') go to stderr. Everything outside --rw directories is gone when CMD ends; so
 the namespace, the veth, the nft table and the cgroups, also when CMD is killed.
 Ctrl-C, SIGTERM, SIGHUP and SIGQUIT are passed on to CMD; a second one kills it.
 
+Without root, airlock run asks the daemon's sandbox socket (listen.sandbox in its config;
+the caller must be in the group that owns it, usually airlock): the daemon makes the
+sandbox, and CMD runs as the calling user, never as root. The working directory and
+--ro/--rw paths must be ones the caller can open; -c, --log, --control, --pool,
+--state-dir and --copy-cwd are root's alone (the daemon's settings apply).
+
 Session:
   -c, --config FILE   policy file for an embedded daemon (a running daemon keeps its own)
       --control PATH  the daemon's control socket (default /run/airlock/control.sock)
+      --sandbox-socket PATH  without root: the daemon's sandbox socket
+                      (default /run/airlock/sandbox.sock)
       --log FILE      decision log of an embedded daemon (default: the config's)
       --policy NAME   the policy for this sandbox (default: the daemon's default policy)
       --allow HOST[:PORT]  also allow HOST (repeatable)
@@ -204,7 +212,8 @@ Network:
 Exit status: CMD's (128+N when signal N ended it); 124 when --timeout ended it; 125 when
 the sandbox could not be set up (the message names the step; CMD never started) or the
 options are wrong; 126 when CMD is not executable; 127 when CMD is not found.
-Needs root (network namespaces, nftables, cgroups) and bubblewrap.
+Needs root (network namespaces, nftables, cgroups) or a daemon's sandbox socket, and
+bubblewrap.
 )";
 
 constexpr std::string_view gc_help = R"(Usage: airlock gc [--dry-run] [--state-dir DIR]

@@ -5,12 +5,15 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace airlock::app {
 
+inline constexpr std::string_view default_control_socket = "/run/airlock/control.sock";
+
 // --control PATH: the daemon's control socket.
 inline std::string control_socket(arg_reader& r) {
-  return r.value("", "--control").value_or("/run/airlock/control.sock");
+  return r.value("", "--control").value_or(std::string(default_control_socket));
 }
 
 // --state-dir DIR: where sandbox records live. Separate directories are separate worlds:

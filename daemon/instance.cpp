@@ -73,6 +73,7 @@ std::optional<startup_error> load_config(parts_t& p) {
     p.cfg.listen.admin.clear();
     p.cfg.listen.http_proxy.clear();
     p.cfg.listen.control.clear();
+    p.cfg.listen.sandbox.clear();
   }
   if (p.cfg.listen.proxy.empty() && p.cfg.listen.tproxy.empty() && p.cfg.listen.dns.empty() &&
       p.cfg.listen.http_proxy.empty())
@@ -303,6 +304,7 @@ std::string compose_ready_line(const parts_t& r) {
   for (const auto& ep : r.dns_bound) listening += " dns=" + ep.to_string();
   for (const auto& ep : r.admin_bound) listening += " admin=" + ep.to_string();
   if (r.control) listening += " control=" + r.cfg.listen.control;
+  if (r.sandbox) listening += " sandbox=" + r.cfg.listen.sandbox;
   return "airlock: ready:" + listening + " policy=" + current->version() + " (" + r.cfg.file + ", " +
          std::to_string(current->rule_count()) + " rules) log=" + r.log_path +
          " threads=" + std::to_string(r.loops.size() + 1);
@@ -334,6 +336,7 @@ boost::system::result<std::unique_ptr<instance>, startup_error> instance::create
   if (auto e = open_other_loops(*p, loops)) return fail(std::move(*e));
   start_loop_grace(*p);
   if (auto e = open_control_socket(*p)) return fail(std::move(*e));
+  if (auto e = open_sandbox_socket(*p)) return fail(std::move(*e));
 
   watch_own_addresses(*p);
   if (auto e = compile_policy(*p)) return fail(std::move(*e));

@@ -13,11 +13,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -183,36 +185,76 @@ std::optional<startup_error> open_other_loops(parts_t& r, unsigned loops) {
   return std::nullopt;
 }
 
-// The control socket, when listen.control names one: owner only, and never two daemons on
-// one path.
-std::optional<startup_error> open_control_socket(parts_t& r) {
-  const std::string& path = r.cfg.listen.control;
-  if (path.empty()) return std::nullopt;
+namespace {
+
+// The group listen.socket_group names, or what to do about it.
+base::result<gid_t> socket_group(const std::string& name) {
+  std::array<char, 4096> buf{};
+  group g{};
+  group* found = nullptr;
+  if (::getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found) != 0 || found == nullptr)
+    return base::fail<gid_t>("listen.socket_group: there is no group '" + name + "' (create it: groupadd --system " +
+                             name + ")");
+  return g.gr_gid;
+}
+
+// A socket file of the daemon's at `path`: never two daemons on one path, a stale file
+// replaced, then mode 0600, or 0660 and the group when listen.socket_group names one.
+template <typename Protocol>
+std::optional<startup_error> listen_on_file(std::optional<socket_file<Protocol>>& slot, parts_t& r,
+                                            const std::string& path, const char* what, const char* key) {
   std::error_code fs_ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), fs_ec);
+  const typename Protocol::endpoint at{unix_socket::endpoint(path)};
   {
-    unix_socket::socket probe(r.io);
+    typename Protocol::socket probe(r.io);
     boost::system::error_code ec;
-    probe.connect(unix_socket::endpoint(path), ec);
+    probe.connect(at, ec);
     if (!ec)
-      return cannot_listen("another airlock daemon answers on the control socket " + path +
-                           "; stop it or set listen.control");
+      return cannot_listen(std::string("another airlock daemon answers on the ") + what + " " + path +
+                           "; stop it or set " + key);
+  }
+  std::optional<gid_t> gid;
+  if (!r.cfg.listen.socket_group.empty()) {
+    auto g = socket_group(r.cfg.listen.socket_group);
+    if (!g) return startup_error{2, g.error()};
+    gid = *g;
   }
   ::unlink(path.c_str());  // a stale socket from a daemon that did not shut down
-  auto& control = r.control.emplace(r.io, path);
-  auto& a = control.acceptor;
+  auto& file = slot.emplace(r.io, path);
+  auto& a = file.acceptor;
   boost::system::error_code ec;
-  a.open(unix_socket(), ec);
-  if (!ec) a.bind(unix_socket::endpoint(path), ec);
-  control.bound = !ec;
-  if (!ec && ::chmod(path.c_str(), 0600) != 0) ec.assign(errno, boost::system::generic_category());
+  a.open(at.protocol(), ec);
+  if (!ec) a.bind(at, ec);
+  file.bound = !ec;
+  if (!ec && gid && ::chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0)
+    ec.assign(errno, boost::system::generic_category());
+  if (!ec && ::chmod(path.c_str(), gid ? 0660 : 0600) != 0) ec.assign(errno, boost::system::generic_category());
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return cannot_listen("cannot listen for control on " + path + ": " + ec.message());
+  if (ec) return cannot_listen(std::string("cannot listen for ") + what + " on " + path + ": " + ec.message());
   return std::nullopt;
+}
+
+}  // namespace
+
+// The control socket, when listen.control names one.
+std::optional<startup_error> open_control_socket(parts_t& r) {
+  if (r.cfg.listen.control.empty()) return std::nullopt;
+  return listen_on_file(r.control, r, r.cfg.listen.control, "control socket", "listen.control");
+}
+
+// The sandbox socket, when listen.sandbox names one: `airlock run` without root.
+std::optional<startup_error> open_sandbox_socket(parts_t& r) {
+  if (r.cfg.listen.sandbox.empty()) return std::nullopt;
+  r.sandbox_calls.control = r.cfg.listen.control;
+  r.sandbox_calls.state_dir = r.cfg.sandboxes.state_dir;
+  r.sandbox_calls.pool = r.cfg.sandboxes.pool;
+  return listen_on_file(r.sandbox, r, r.cfg.listen.sandbox, "sandbox socket", "listen.sandbox");
 }
 
 void start_accepting(parts_t& r) {
   for (auto& s : r.dns_sockets) co_spawn(r.io, dns::serve_udp(s, *r.dns_ctx), report("dns listener"));
+  if (r.sandbox) co_spawn(r.io, serve_sandbox_calls(r.sandbox->acceptor, r.sandbox_calls), report("sandbox listener"));
   for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
   for (auto& a : r.proxy_acceptors)
     co_spawn(r.io, accept_loop(r, a, *r.proxy_ctx, &proxy::handle_connection), report("proxy listener"));
@@ -247,6 +289,7 @@ void close_listeners(parts_t& r) {
   for (auto& a : r.dns_acceptors) a.close(ignored);
   for (auto& a : r.admin_acceptors) a.close(ignored);
   if (r.control) r.control->acceptor.close(ignored);
+  if (r.sandbox) r.sandbox->acceptor.close(ignored);
 }
 
 }  // namespace airlock::daemon

@@ -13,6 +13,7 @@
 #include "daemon/host_addresses.hpp"
 #include "daemon/instance.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/sandbox_service.hpp"
 #include "daemon/session_registry.hpp"
 #include "dns/answer_cache.hpp"
 #include "dns/name_table.hpp"
@@ -25,6 +26,7 @@
 #include "proxy/connection.hpp"
 #include "record/decision_log.hpp"
 
+#include <boost/asio/generic/seq_packet_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
@@ -66,22 +68,25 @@ struct proxy_loop {
   std::thread thread;
 };
 
-// The control API's listener and the socket file it made: the file goes with it, also when
-// create() gives up after a later step failed (a stale file would make the next start
-// probe it and `airlock run` try it).
-struct control_socket {
-  control_socket(boost::asio::io_context& io, std::string at) : acceptor(io), path(std::move(at)) {}
-  control_socket(const control_socket&) = delete;
-  control_socket& operator=(const control_socket&) = delete;
-  ~control_socket() {
+// A listener on a unix socket file (the control API's, the sandbox socket) and the file it
+// made: the file goes with it, also when create() gives up after a later step failed (a
+// stale file would make the next start probe it and `airlock run` try it).
+template <typename Protocol>
+struct socket_file {
+  socket_file(boost::asio::io_context& io, std::string at) : acceptor(io), path(std::move(at)) {}
+  socket_file(const socket_file&) = delete;
+  socket_file& operator=(const socket_file&) = delete;
+  ~socket_file() {
     boost::system::error_code ignored;
     acceptor.close(ignored);
     if (bound) ::unlink(path.c_str());
   }
-  boost::asio::local::stream_protocol::acceptor acceptor;
+  boost::asio::basic_socket_acceptor<Protocol> acceptor;
   std::string path;
   bool bound = false;  // the file is ours to remove
 };
+using control_socket = socket_file<boost::asio::local::stream_protocol>;
+using sandbox_socket = socket_file<boost::asio::generic::seq_packet_protocol>;
 
 struct instance::parts {
   instance_options options;
@@ -108,6 +113,7 @@ struct instance::parts {
   base::overload_state overload;       // memory pressure: read by every loop, set by watch_memory
   std::unique_ptr<dns::query_context> dns_ctx;
   std::unique_ptr<proxy::proxy_context> proxy_ctx;
+  sandbox_service sandbox_calls;  // its calls' coroutines live on io
   boost::asio::io_context io{one_thread_per_loop};
   // Its batch timer is on io, so it goes before io (and before `names`, which only keeps a
   // pointer to it); its handlers on the other loops go with them.
@@ -122,6 +128,7 @@ struct instance::parts {
   std::list<boost::asio::ip::tcp::acceptor> explicit_acceptors;
   std::list<boost::asio::ip::tcp::acceptor> admin_acceptors;
   std::optional<control_socket> control;
+  std::optional<sandbox_socket> sandbox;
   std::list<boost::asio::ip::tcp::acceptor> proxy_acceptors;  // REDIRECT
   std::list<boost::asio::ip::tcp::acceptor> tproxy_acceptors;
   std::vector<policy::endpoint_config> proxy_bound, tproxy_bound, explicit_bound, dns_bound, admin_bound;
@@ -151,6 +158,7 @@ std::optional<startup_error> bind_dns_listeners(parts_t& r);
 std::optional<startup_error> bind_tcp_listeners(parts_t& r, unsigned loops);
 std::optional<startup_error> open_other_loops(parts_t& r, unsigned loops);
 std::optional<startup_error> open_control_socket(parts_t& r);
+std::optional<startup_error> open_sandbox_socket(parts_t& r);
 void start_accepting(parts_t& r);  // DNS and proxy, on every loop
 void close_listeners(parts_t& r);  // all but the host-address watch; from the main loop
 

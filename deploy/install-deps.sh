@@ -30,6 +30,8 @@ packages=(
   git
   # the manual pages' check (groff reads each page); the sidecar test's users (setpriv)
   groff-base util-linux
+  # the service files' check (systemd-analyze)
+  systemd
   "$@"
 )
 

@@ -45,6 +45,9 @@ std::string step_name(int step) {
     case 2: return "enter the network namespace";
     case 3: return "close inherited files";
     case 4: return "keep bwrap's files open";
+    case 6: return "take the caller's groups";
+    case 7: return "take the caller's group id";
+    case 8: return "take the caller's user id";
     default: return "exec bwrap";
   }
 }
@@ -126,6 +129,11 @@ struct child_args {
   const char* const* procs;
   std::size_t nprocs;
   int netns_fd;
+  bool run_as;  // then the three below
+  uid_t uid;
+  gid_t gid;
+  const gid_t* groups;
+  std::size_t ngroups;
   const int* inherit;
   std::size_t ninherit;
   const char* executable;
@@ -150,6 +158,17 @@ __attribute__((no_sanitize("address"))) int child_main(void* p) {
     ::close(fd);
   }
   if (a->netns_fd >= 0 && ::setns(a->netns_fd, CLONE_NEWNET) != 0) child_fail(a->report, 2);
+  if (a->run_as) {
+    // Raw system calls: glibc's set*id would change every thread of the process, and this
+    // child shares the parent's memory, so its idea of "every thread" is the parent's.
+    if (::syscall(SYS_setgroups, a->ngroups, a->groups) != 0) child_fail(a->report, 6);
+    if (::syscall(SYS_setresgid, a->gid, a->gid, a->gid) != 0) child_fail(a->report, 7);
+    if (::syscall(SYS_setresuid, a->uid, a->uid, a->uid) != 0) child_fail(a->report, 8);
+    // A change of user clears the parent-death signal; bwrap's --die-with-parent relies on
+    // ours only until it sets its own, but the gap must not be open.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != a->parent) ::_exit(125);
+  }
   // Nothing of airlock's may reach the sandbox: the embedded daemon's listening sockets
   // live in the gateway's namespace and the control connection speaks for the session.
   if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) child_fail(a->report, 3);
@@ -179,6 +198,11 @@ base::result<pid_t> spawn_child(const child_spec& spec) {
                         procs.data(),
                         procs.size(),
                         spec.netns_fd,
+                        spec.run_as.has_value(),
+                        spec.run_as ? spec.run_as->uid : 0,
+                        spec.run_as ? spec.run_as->gid : 0,
+                        spec.run_as ? spec.run_as->groups.data() : nullptr,
+                        spec.run_as ? spec.run_as->groups.size() : 0,
                         spec.inherit_fds.data(),
                         spec.inherit_fds.size(),
                         spec.executable.c_str(),
@@ -205,7 +229,7 @@ base::result<pid_t> spawn_child(const child_spec& spec) {
   if (n == 0) return pid;
   int status = 0;
   ::waitpid(pid, &status, 0);
-  if (n != static_cast<ssize_t>(sizeof f) || f.step < 1 || f.step > 5) return fail<pid_t>("the child died before exec");
+  if (n != static_cast<ssize_t>(sizeof f) || f.step < 1 || f.step > 8) return fail<pid_t>("the child died before exec");
   std::string what = step_name(f.step);
   if (f.step == 5) what += " (" + spec.executable + ")";
   return fail<pid_t>(what + ": " + base::errno_text(f.error));

@@ -16,11 +16,19 @@
 
 namespace airlock::launcher {
 
+// Who the child becomes before exec, when airlock makes a sandbox for another user.
+struct credentials {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary
+};
+
 struct child_spec {
   std::string executable;  // bwrap
   std::vector<std::string> argv, envp;
   std::vector<std::string> cgroup_procs;  // joined (by writing "0") before exec
   int netns_fd = -1;                      // entered before exec
+  std::optional<credentials> run_as;      // taken after the cgroups and the namespace
   std::vector<int> inherit_fds;           // kept open across exec (close-on-exec cleared in the child)
 };
 
@@ -32,8 +40,8 @@ struct child_spec {
 base::result<base::unique_fd> take_signals();
 
 // Starts the child: its own process group (so a terminal's Ctrl-C reaches airlock, which
-// forwards it), the cgroups, the namespace, then exec. Failures before exec come back as
-// an error naming the step, and no process is left.
+// forwards it), the cgroups, the namespace, the caller's identity when asked, then exec. Failures before exec come back
+// as an error naming the step, and no process is left.
 base::result<pid_t> spawn_child(const child_spec& spec);
 
 struct supervise_options {

@@ -12,6 +12,7 @@
 #include <boost/asio/ip/address_v4.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -36,6 +37,20 @@ inline constexpr std::string_view sandbox_ca_bundle = "/run/airlock/ca-bundle.cr
 
 enum class cwd_mode { read_write, read_only, copy, none };
 
+// The user a daemon makes the sandbox for (`airlock run` by someone who is not root; the
+// daemon learnt who from the socket, control/sandbox_call.hpp). CMD runs as that user, gets
+// that user's environment, and sees only a working directory and --ro/--rw paths that the
+// user opened: airlock's own privileges never reach a file the user could not.
+struct caller_identity {
+  std::uint32_t uid = 0, gid = 0;
+  std::vector<std::uint32_t> groups;
+  std::string user;
+  std::vector<std::string> env;
+  std::uint32_t umask = 022;
+  int cwd_fd = -1;
+  std::vector<int> path_fds;
+};
+
 struct run_options {
   std::vector<std::string> command;  // CMD ARG...
   // The session.
@@ -55,6 +70,7 @@ struct run_options {
   std::string pool{default_pool};
   std::filesystem::path state_dir{default_state_dir};
   std::filesystem::path bwrap{"/usr/bin/bwrap"};
+  std::optional<caller_identity> caller;  // empty: CMD runs as whoever runs airlock
 };
 
 // A daemon for the sandbox, and how to name it in airlock's lines ("the daemon at

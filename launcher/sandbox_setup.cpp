@@ -7,8 +7,10 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <span>
 #include <system_error>
@@ -29,11 +31,18 @@ bool port_taken(boost::asio::ip::address_v4 address, std::uint16_t port, int typ
   return ::bind(s.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0 && errno == EADDRINUSE;
 }
 
-fs::path home_directory(std::span<const std::string> env) {
+fs::path home_directory(std::span<const std::string> env, uid_t uid) {
   for (const auto& e : env)
     if (e.starts_with("HOME=")) return e.substr(5);
-  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) return pw->pw_dir;
+  if (const passwd* pw = ::getpwuid(uid); pw != nullptr && pw->pw_dir != nullptr) return pw->pw_dir;
   return {};
+}
+
+// True when `p` names the file `fd` holds: a path the caller opened, as this process sees it.
+bool same_file(const fs::path& p, int fd) {
+  struct stat a {
+  }, b{};
+  return fd >= 0 && ::stat(p.c_str(), &a) == 0 && ::fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 bool inside(const fs::path& p, const fs::path& dir) {
@@ -44,9 +53,14 @@ bool inside(const fs::path& p, const fs::path& dir) {
 }  // namespace
 
 base::result<void> sandbox::plan_filesystem() {
-  home_ = home_directory(parent_env_);
+  home_ = home_directory(parent_env_, o_.caller ? o_.caller->uid : ::getuid());
   std::error_code ec;
   cwd_ = fs::current_path(ec);
+  // The daemon entered the caller's directory through the caller's descriptor; in a service
+  // with a private /tmp or a hidden /home that directory has no path here.
+  if (o_.caller && o_.cwd != cwd_mode::none && (ec || !same_file(cwd_, o_.caller->cwd_fd)))
+    return "the working directory is not visible to the daemon (its service has a private /tmp and sees only "
+           "/home, /srv and the system read-write); run from a directory there, or pass --no-cwd";
   if (ec) return "cannot read the working directory: " + ec.message();
   if (o_.cwd != cwd_mode::none) {
     if (cwd_ == "/" || (!home_.empty() && (cwd_ == home_ || inside(home_, cwd_))))
@@ -59,6 +73,10 @@ base::result<void> sandbox::plan_filesystem() {
     for (const auto& d : *list) {
       auto real = fs::canonical(d, ec);
       if (ec) return std::string(writable ? "--rw " : "--ro ") + d.string() + ": " + ec.message();
+      if (o_.caller && std::none_of(o_.caller->path_fds.begin(), o_.caller->path_fds.end(),
+                                    [&](int fd) { return same_file(real, fd); }))
+        return std::string(writable ? "--rw " : "--ro ") + d.string() +
+               ": not a path you opened (the daemon shows a sandbox only what its caller can reach)";
       binds_.push_back({real, real, writable});
     }
   return {};
@@ -176,6 +194,11 @@ base::result<void> sandbox::register_session() {
   req.policy = o_.policy;
   req.allow = o_.allow;
   req.labels = o_.labels;
+  if (o_.caller) {
+    // Who asked, in every decision line of the session, and not the caller's to choose.
+    std::erase_if(req.labels, [](const auto& l) { return l.first == "user"; });
+    req.labels.emplace_back("user", o_.caller->user);
+  }
   req.netns = record_->netns;
   auto id = daemon_.api->register_session(req);
   if (!id) return id.error();

@@ -90,6 +90,8 @@ struct listen_config {
   std::vector<endpoint_config> dns;         // UDP and TCP
   std::vector<endpoint_config> admin;       // /metrics, /healthz
   std::string control;                      // unix socket path of the control API
+  std::string sandbox;                      // unix socket for `airlock run` without root
+  std::string socket_group;                 // control and sandbox sockets: 0660 to this group
 };
 
 struct inspection_config {
@@ -138,6 +140,13 @@ struct overload_config {
   std::string pressure_file;       // read instead of measuring: a number, 0.97 or 97% (drills, tests)
 };
 
+// The sandboxes the daemon makes for callers without root (listen.sandbox): where their
+// records live and the pool their addresses come from. Empty: airlock run's defaults.
+struct sandboxes_config {
+  std::string state_dir;
+  std::string pool;
+};
+
 struct config {
   std::string file;  // the label errors and rules name: a path, or "<embedded default>"
   listen_config listen;
@@ -159,6 +168,7 @@ struct config {
   std::vector<rule_config> always_deny;
   std::vector<rule_config> always_allow;
   inspection_config inspection;
+  sandboxes_config sandboxes;
   // Event loops serving the proxy listeners, each on a thread of its own with its own
   // SO_REUSEPORT sockets; 0 (auto): one per CPU this process may run on.
   unsigned threads = 0;

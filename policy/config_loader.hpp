@@ -31,6 +31,7 @@ class config_loader {
   void load_overload(const YAML::Node& n, overload_config& out);
   static std::optional<std::uint16_t> rr_type_number(const std::string& name);
   void load_inspection(const YAML::Node& n, inspection_config& out);
+  void load_sandboxes(const YAML::Node& n, sandboxes_config& out);
 
   // config_policies_yaml.cpp
   void load_redirects(const YAML::Node& n, const std::string& where, std::vector<redirect_config>& out);

@@ -10,8 +10,10 @@ namespace airlock::policy {
 
 void config_loader::load_listen(const YAML::Node& n, listen_config& listen) {
   if (!n.IsMap())
-    return r_.error(n, "listen: expected a mapping (proxy:, tproxy:, http_proxy:, dns:, admin:, control:)");
-  r_.check_keys(n, {"proxy", "tproxy", "http_proxy", "dns", "admin", "control"}, "listen");
+    return r_.error(
+        n,
+        "listen: expected a mapping (proxy:, tproxy:, http_proxy:, dns:, admin:, control:, sandbox:, socket_group:)");
+  r_.check_keys(n, {"proxy", "tproxy", "http_proxy", "dns", "admin", "control", "sandbox", "socket_group"}, "listen");
   if (auto p = n["proxy"]) listen.proxy = r_.endpoints(p, "listen.proxy");
   if (auto p = n["tproxy"]) listen.tproxy = r_.endpoints(p, "listen.tproxy");
   if (auto p = n["http_proxy"]) listen.http_proxy = r_.endpoints(p, "listen.http_proxy");
@@ -23,6 +25,34 @@ void config_loader::load_listen(const YAML::Node& n, listen_config& listen) {
       listen.control = *path;
     }
   }
+  if (auto c = n["sandbox"]) {
+    if (auto path = r_.string_of(c, "listen.sandbox")) {
+      if (!path->starts_with("/")) r_.error(c, "listen.sandbox: '" + *path + "': expected an absolute socket path");
+      else if (listen.control.empty())
+        r_.error(c, "listen.sandbox needs listen.control: the sandboxes it makes register their sessions there");
+      listen.sandbox = *path;
+    }
+  }
+  if (auto g = n["socket_group"]) {
+    if (auto name = r_.string_of(g, "listen.socket_group")) listen.socket_group = *name;
+  }
+}
+
+void config_loader::load_sandboxes(const YAML::Node& n, sandboxes_config& out) {
+  if (!n.IsMap()) return r_.error(n, "sandboxes: expected a mapping (state_dir:, pool:)");
+  r_.check_keys(n, {"state_dir", "pool"}, "sandboxes");
+  if (auto d = n["state_dir"])
+    if (auto path = r_.string_of(d, "sandboxes.state_dir")) {
+      if (!path->starts_with("/")) r_.error(d, "sandboxes.state_dir: '" + *path + "': expected an absolute path");
+      out.state_dir = *path;
+    }
+  if (auto p = n["pool"])
+    if (auto text = r_.string_of(p, "sandboxes.pool")) {
+      auto c = cidr::parse(*text);
+      if (!c || !c->network.is_v4())
+        r_.error(p, "sandboxes.pool: '" + *text + "': expected an IPv4 prefix such as 198.18.0.0/15");
+      out.pool = *text;
+    }
 }
 
 void config_loader::load_log(const YAML::Node& n, config& cfg) {

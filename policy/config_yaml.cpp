@@ -24,7 +24,7 @@ config_result config_loader::load(std::string_view text) {
   }
   r_.check_keys(root,
                 {"version", "listen", "upstream_dns", "dns", "limits", "timeouts", "overload", "log", "policies",
-                 "sessions", "default_policy", "always_deny", "always_allow", "inspection", "threads"},
+                 "sessions", "default_policy", "always_deny", "always_allow", "inspection", "threads", "sandboxes"},
                 "the top level");
   if (auto v = root["version"]; !v) {
     r_.error_at({r_.file(), 1, 1}, "missing 'version: 1' (the schema version this file is written for)");
@@ -40,6 +40,7 @@ config_result config_loader::load(std::string_view text) {
   if (auto n = root["overload"]) load_overload(n, cfg.overload);
   if (auto n = root["threads"]) load_threads(n, cfg.threads);
   if (auto n = root["inspection"]) load_inspection(n, cfg.inspection);
+  if (auto n = root["sandboxes"]) load_sandboxes(n, cfg.sandboxes);
   if (auto n = root["always_deny"]) cfg.always_deny = detail::parse_rules(r_, n, "always_deny", {true, false});
   if (auto n = root["always_allow"]) cfg.always_allow = detail::parse_rules(r_, n, "always_allow", {false, false});
   if (auto n = root["policies"]) load_policies(n, cfg.policies);

@@ -32,6 +32,8 @@ packages=(
   groff-base util-linux
   # the service files' check (systemd-analyze)
   systemd
+  # the package and the image (tests/package/): build, lintian, debootstrap, podman
+  debhelper lintian fakeroot debootstrap podman runc catatonit
   "$@"
 )
 

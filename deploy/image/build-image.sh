@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds airlock's container image from Debian packages alone, with no registry: a minimal
+# Debian 12 root (debootstrap --variant=minbase) with the airlock package and nftables (the
+# sidecar's init container loads its table with nft), run as uid 1337, imported with podman.
+#
+#   deploy/image/build-image.sh airlock_0.1.0_amd64.deb [TAG] [MIRROR]
+#
+# TAG defaults to localhost/airlock:VERSION; MIRROR to the first Debian mirror apt uses here.
+# Needs root, debootstrap and podman.
+set -euo pipefail
+deb=${1:?usage: build-image.sh AIRLOCK.deb [TAG] [MIRROR]}
+version=$(dpkg-deb -f "$deb" Version)
+tag=${2:-localhost/airlock:$version}
+mirror=${3:-$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)}
+mirror=${mirror:-http://deb.debian.org/debian}
+uid=1337
+
+root=$(mktemp -d /tmp/airlock-image.XXXXXX)
+trap 'umount -R "$root/proc" 2>/dev/null || true; rm -rf "$root"' EXIT
+debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.log" 2>&1 || {
+  tail -20 "$root.log" >&2
+  exit 1
+}
+rm -f "$root.log"
+cp "$deb" "$root/tmp/airlock.deb"
+mount -t proc proc "$root/proc"
+chroot "$root" /bin/sh -eu -c "
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends /tmp/airlock.deb nftables >/dev/null
+  getent group airlock >/dev/null || groupadd --system --gid $uid airlock
+  useradd --system --uid $uid --gid airlock --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin airlock
+  install -d -o $uid -g airlock -m 0750 /run/airlock /var/log/airlock /var/lib/airlock
+  apt-get clean
+  rm -rf /var/lib/apt/lists/* /tmp/airlock.deb /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
+"
+umount "$root/proc"
+# uid 1337 in the image is airlock, not root; a sidecar's init container runs as root with
+# NET_ADMIN only to load the table (deploy/kubernetes/).
+tar -C "$root" --numeric-owner -cf - . |
+  podman import \
+    --change "USER $uid" \
+    --change 'ENTRYPOINT ["/usr/bin/airlock"]' \
+    --change 'CMD ["daemon", "-c", "/etc/airlock/policy.yaml"]' \
+    --change 'EXPOSE 9901' \
+    --message "airlock $version from Debian packages" - "$tag" >/dev/null
+echo "$tag"

@@ -113,8 +113,8 @@ for f in "$src"/deploy/kubernetes/*.yaml; do
     pm run --rm --network none --user 0 -v "$W:/w:ro" "$tag" check -c "/w/policy-$(basename "$f")"
 done
 if command -v kubectl >/dev/null; then
-  expect "kubectl kustomize renders deploy/kubernetes (6 objects)" \
-    bash -c "[[ \$(kubectl kustomize '$src/deploy/kubernetes' | grep -c '^kind:') -ge 6 ]]"
+  expect "kubectl kustomize renders deploy/kubernetes (8 objects)" \
+    bash -c "[[ \$(kubectl kustomize '$src/deploy/kubernetes' | grep -c '^kind:') -ge 8 ]]"
 else
   echo "skip kubectl kustomize: no kubectl here (not a Debian 12 package)"
 fi

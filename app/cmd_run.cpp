@@ -17,11 +17,15 @@
 #include "policy/units.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -66,6 +70,52 @@ int run_through_daemon(const std::string& socket, args a, const launcher::run_op
     return launcher::exit_setup_failed;
   }
   return *status;
+}
+
+// Under sudo, CMD runs as the user who called sudo, not as root: what it writes in the working
+// directory is theirs, as through the daemon. The paths are opened here, as root, so the
+// launcher's check that they are the caller's files holds trivially: this caller is root.
+base::result<launcher::caller_identity> sudo_caller(const launcher::run_options& o,
+                                                    std::vector<base::unique_fd>& held) {
+  const char* uid_text = std::getenv("SUDO_UID");
+  std::uint32_t uid = 0;
+  const std::string_view text = uid_text;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    return base::fail<launcher::caller_identity>("SUDO_UID is not a number");
+  const passwd* pw = ::getpwuid(uid);
+  if (pw == nullptr)
+    return base::fail<launcher::caller_identity>("SUDO_UID " + std::string(text) + " has no passwd entry");
+  launcher::caller_identity c;
+  c.uid = uid;
+  c.gid = pw->pw_gid;
+  c.user = pw->pw_name;
+  int count = 64;
+  std::vector<gid_t> groups(static_cast<std::size_t>(count));
+  if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &count) < 0) {
+    groups.resize(static_cast<std::size_t>(count));
+    ::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &count);
+  }
+  groups.resize(static_cast<std::size_t>(std::max(count, 0)));
+  c.groups.assign(groups.begin(), groups.end());
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view v = *e;
+    if (!v.starts_with("HOME=") && !v.starts_with("USER=") && !v.starts_with("LOGNAME=")) c.env.emplace_back(v);
+  }
+  c.env.push_back(std::string("HOME=") + pw->pw_dir);
+  c.env.push_back(std::string("USER=") + pw->pw_name);
+  c.env.push_back(std::string("LOGNAME=") + pw->pw_name);
+  const auto mask = ::umask(022);
+  ::umask(mask);
+  c.umask = mask;
+  held.emplace_back(::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  c.cwd_fd = held.back().get();
+  for (const auto* list : {&o.ro, &o.rw})
+    for (const auto& p : *list) {
+      held.emplace_back(::open(p.c_str(), O_PATH | O_CLOEXEC));
+      c.path_fds.push_back(held.back().get());
+    }
+  return c;
 }
 
 int run_with(args a, const control::sandbox_order* order) {
@@ -142,6 +192,15 @@ int run_with(args a, const control::sandbox_order* order) {
     o.caller = std::move(c);
     if (!order->state_dir.empty()) o.state_dir = order->state_dir;
     if (!order->pool.empty()) o.pool = order->pool;
+  }
+  std::vector<base::unique_fd> held;  // the sudo caller's paths, open while the run lasts
+  if (!order && std::getenv("SUDO_UID") != nullptr && std::string_view(std::getenv("SUDO_UID")) != "0") {
+    auto c = sudo_caller(o, held);
+    if (!c) {
+      say(c.error() + "; CMD was not started");
+      return launcher::exit_setup_failed;
+    }
+    o.caller = std::move(*c);
   }
   launcher::daemon_source daemons;
   daemons.running = [&]() -> std::optional<launcher::daemon_link> {

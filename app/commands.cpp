@@ -177,7 +177,9 @@ Without root, airlock run asks the daemon's sandbox socket (listen.sandbox in it
 the caller must be in the group that owns it, usually airlock): the daemon makes the
 sandbox, and CMD runs as the calling user, never as root. The working directory and
 --ro/--rw paths must be ones the caller can open; -c, --log, --control, --pool,
---state-dir and --copy-cwd are root's alone (the daemon's settings apply).
+--state-dir and --copy-cwd are root's alone (the daemon's settings apply). Under sudo,
+CMD runs as the user who called sudo (SUDO_UID, with that user's groups and HOME), not as
+root; only a root login runs CMD as root.
 
 Session:
   -c, --config FILE   policy file for an embedded daemon (a running daemon keeps its own)

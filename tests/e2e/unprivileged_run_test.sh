@@ -95,6 +95,23 @@ expect "  the caller's umask reached CMD (0640 under umask 027)" bash -c '
 expect "  a limit is installed for a caller's sandbox too (--memory, --pids)" \
   urun --memory 128M --pids 64 -- true
 
+# --- under sudo, as root: CMD runs as SUDO_UID --------------------------------------------
+set +e
+nsenter --net="/run/netns/$GW" env SUDO_UID=65534 SUDO_GID=65534 SUDO_USER=nobody HOME=/root \
+  "$BIN" run --state-dir "$W/state-root" --control "$W/control.sock" -- sh -c 'id -u; echo "$HOME"; echo x >by-sudo.txt' \
+  >"$W/sudo.out" 2>"$W/sudo.err"
+status=$?
+set -e
+expect "a root run under sudo exits 0" test "$status" -eq 0
+expect "  CMD ran as the sudo caller (65534), with the caller's HOME" \
+  bash -c '[[ $(sed -n 1p "$W/sudo.out") == 65534 && $(sed -n 2p "$W/sudo.out") == "$(getent passwd nobody | cut -d: -f6)" ]]'
+expect "  and its file belongs to the caller" bash -c '[[ $(stat -c %u "$W/proj/by-sudo.txt") == 65534 ]]'
+set +e
+nsenter --net="/run/netns/$GW" env -u SUDO_UID "$BIN" run --state-dir "$W/state-root" --control "$W/control.sock" \
+  -- id -u >"$W/root.out" 2>/dev/null
+set -e
+expect "  a root login (no SUDO_UID) still runs CMD as root" grep -qx 0 "$W/root.out"
+
 # --- statuses and signals -------------------------------------------------------------------
 set +e
 urun -- sh -c 'exit 7' 2>/dev/null

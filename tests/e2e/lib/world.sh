@@ -24,6 +24,9 @@ set -euo pipefail
 # Without root or a peer tool the test cannot run: exit 77, which ctest reports as
 # skipped (never as passed).
 if [[ $(id -u) -ne 0 ]]; then echo "needs root (network namespaces)"; exit 77; fi
+# Under sudo, airlock run would run CMD as the sudo caller; the tests mean root unless they
+# say otherwise (tests/e2e/unprivileged_run_test.sh sets these itself).
+unset SUDO_UID SUDO_GID SUDO_USER SUDO_COMMAND
 for tool in unbound nginx curl dig nft ip openssl python3; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }
 done

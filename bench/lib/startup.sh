@@ -11,6 +11,10 @@
 
 NS_L=$PFX-l
 STARTUP_DIR=$WORK/startup
+# `sudo bench/run` measures root's runs, as the published figures are: under sudo, airlock
+# run would drop CMD to the sudo caller (one more setresuid, and bubblewrap in a user
+# namespace), another figure.
+unset SUDO_UID SUDO_GID SUDO_USER SUDO_COMMAND
 
 # startup_names : the machine-wide things `airlock run` makes, one name a line: netns pins
 # and cgroups (named after the sandbox, so other airlock runs on the machine show too)

@@ -191,10 +191,23 @@ void refuse(int s, const std::optional<peer>& who, const std::string& why) {
   send_text(s, control::error_message(why));
 }
 
+// Counts a connection from accept until its call is read (or it gave up).
+struct pending_slot {
+  std::size_t& pending;
+  explicit pending_slot(std::size_t& p) : pending(p) { ++pending; }
+  ~pending_slot() { --pending; }
+  pending_slot(const pending_slot&) = delete;
+  pending_slot& operator=(const pending_slot&) = delete;
+};
+
 asio::awaitable<void> serve_call(std::shared_ptr<seqpacket::socket> socket, sandbox_service& service) {
   const int s = socket->native_handle();
-  if (!co_await base::with_deadline(socket->async_wait(seqpacket::socket::wait_read, asio::use_awaitable), 10s))
-    co_return;
+  {
+    // A member of the group who opens connections and sends nothing holds a slot for 10 s.
+    pending_slot waiting(service.pending);
+    if (!co_await base::with_deadline(socket->async_wait(seqpacket::socket::wait_read, asio::use_awaitable), 10s))
+      co_return;
+  }
   const auto who = peer_of(s);
   auto got = receive(s);
   if (!who || !got) co_return refuse(s, who, "the call could not be read");
@@ -295,6 +308,12 @@ asio::awaitable<void> serve_sandbox_calls(sandbox_acceptor& acceptor, sandbox_se
       // Out of descriptors and the like: wait a moment rather than spin.
       asio::steady_timer pause(acceptor.get_executor(), 100ms);
       co_await pause.async_wait(nothrow);
+      continue;
+    }
+    if (service.pending >= service.max_pending) {
+      // Told, not logged: a flood of these would flood the daemon's stderr.
+      send_text(socket->native_handle(),
+                control::error_message("too many sandbox calls are being made at once; try again"));
       continue;
     }
     base::spawn_session(acceptor.get_executor(), serve_call(std::move(socket), service),

@@ -29,6 +29,8 @@ struct sandbox_service {
   std::string executable{"/proc/self/exe"};
   std::size_t max_running = 64;   // sandboxes made for callers at once
   std::size_t max_per_user = 16;  // of those, for one uid
+  std::size_t max_pending = 64;   // connections whose call has not arrived yet
+  std::size_t pending = 0;
   // Running helpers, in total and per caller; the main loop's alone.
   std::size_t running = 0;
   std::map<uid_t, std::size_t> per_user;

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,6 +135,7 @@ struct child_args {
   gid_t gid;
   const gid_t* groups;
   std::size_t ngroups;
+  int umask;  // -1: airlock's own
   const int* inherit;
   std::size_t ninherit;
   const char* executable;
@@ -169,6 +171,7 @@ __attribute__((no_sanitize("address"))) int child_main(void* p) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != a->parent) ::_exit(125);
   }
+  if (a->umask >= 0) ::umask(static_cast<mode_t>(a->umask));
   // Nothing of airlock's may reach the sandbox: the embedded daemon's listening sockets
   // live in the gateway's namespace and the control connection speaks for the session.
   if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) child_fail(a->report, 3);
@@ -203,6 +206,7 @@ base::result<pid_t> spawn_child(const child_spec& spec) {
                         spec.run_as ? spec.run_as->gid : 0,
                         spec.run_as ? spec.run_as->groups.data() : nullptr,
                         spec.run_as ? spec.run_as->groups.size() : 0,
+                        spec.umask ? static_cast<int>(*spec.umask) : -1,
                         spec.inherit_fds.data(),
                         spec.inherit_fds.size(),
                         spec.executable.c_str(),

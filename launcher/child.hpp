@@ -29,6 +29,7 @@ struct child_spec {
   std::vector<std::string> cgroup_procs;  // joined (by writing "0") before exec
   int netns_fd = -1;                      // entered before exec
   std::optional<credentials> run_as;      // taken after the cgroups and the namespace
+  std::optional<mode_t> umask;            // CMD's, when not airlock's own
   std::vector<int> inherit_fds;           // kept open across exec (close-on-exec cleared in the child)
 };
 

@@ -7,7 +7,6 @@
 #include "policy/units.hpp"
 
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -39,7 +38,6 @@ int sandbox::run(const daemon_source& daemons) {
   signals_ = std::move(*sig);
 
   parent_env_ = o_.caller ? o_.caller->env : current_environment();
-  if (o_.caller) ::umask(static_cast<mode_t>(o_.caller->umask));  // what CMD creates, as the caller would
   auto env = filter_environment(parent_env_, {o_.env, {}});
   if (!env) return refuse("environment", env.error());
   std::string path_var(default_path);

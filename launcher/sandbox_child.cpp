@@ -104,8 +104,10 @@ base::result<void> sandbox::start_child() {
   c.envp = std::move(*env);
   if (cgroup_) c.cgroup_procs = cgroup_->procs_files();
   c.netns_fd = netns_->ns.get();
-  if (o_.caller)
+  if (o_.caller) {
     c.run_as = credentials{o_.caller->uid, o_.caller->gid, {o_.caller->groups.begin(), o_.caller->groups.end()}};
+    c.umask = static_cast<mode_t>(o_.caller->umask);  // what CMD creates, as the caller would
+  }
   c.inherit_fds.push_back(status_write_.get());
   for (const auto& f : files_) c.inherit_fds.push_back(f.get());
   auto pid = spawn_child(c);

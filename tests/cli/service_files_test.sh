@@ -19,11 +19,17 @@ echo "     exposure: $exposure ($(grep -o 'Overall.*' "$W/security.txt"))"
 expect "its exposure is OK or better (below 5.0)" \
   python3 -c "import sys; sys.exit(0 if '$exposure' and float('$exposure') < 5.0 else 1)"
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit")
-for cap in CAP_NET_ADMIN CAP_SYS_ADMIN CAP_SETUID CAP_SETGID CAP_NET_BIND_SERVICE; do
+for cap in CAP_NET_ADMIN CAP_SYS_ADMIN CAP_SETUID CAP_SETGID CAP_KILL CAP_SYS_PTRACE; do
   expect "  the bounding set keeps $cap" grep -qw "$cap" <<<"$caps"
 done
-for cap in CAP_SYS_MODULE CAP_SYS_RAWIO CAP_CHOWN CAP_MKNOD CAP_SYS_BOOT; do
+for cap in CAP_SYS_MODULE CAP_SYS_RAWIO CAP_CHOWN CAP_MKNOD CAP_SYS_BOOT CAP_SYS_RESOURCE CAP_NET_BIND_SERVICE; do
   expect_not "  and leaves out $cap" grep -qw "$cap" <<<"$caps"
+done
+# Each of these covers part of the service's /proc, after which the kernel refuses bubblewrap's
+# /proc in a user namespace (checked by hand: a bind over /proc/kmsg or a read-only /proc/sys
+# makes 'bwrap --proc /proc' fail with EPERM as an unprivileged user).
+for setting in ProtectKernelTunables=yes ProtectKernelLogs=yes ProcSubset=pid; do
+  expect_not "  and does not set $setting (sandboxes could not mount /proc)" grep -qx "$setting" "$unit"
 done
 expect "the unit checks the config before it starts the daemon" grep -q '^ExecStartPre=.* check -c /etc/airlock/policy.yaml' "$unit"
 expect "tmpfiles makes /run/netns" grep -q '^d /run/netns ' "$AIRLOCK_SOURCE/deploy/systemd/airlock.tmpfiles"

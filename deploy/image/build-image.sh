@@ -6,7 +6,9 @@
 #   deploy/image/build-image.sh airlock_0.1.0_amd64.deb [TAG] [MIRROR]
 #
 # TAG defaults to localhost/airlock:VERSION; MIRROR to the first Debian mirror apt uses here.
-# Needs root, debootstrap and podman.
+# Needs root, debootstrap and podman. For tests/package/service_test.sh, which boots systemd
+# in the image: AIRLOCK_IMAGE_EXTRA names more packages, AIRLOCK_IMAGE_INIT=1 makes the
+# image start /sbin/init as root instead of airlock as uid 1337.
 set -euo pipefail
 deb=${1:?usage: build-image.sh AIRLOCK.deb [TAG] [MIRROR]}
 version=$(dpkg-deb -f "$deb" Version)
@@ -27,7 +29,7 @@ mount -t proc proc "$root/proc"
 chroot "$root" /bin/sh -eu -c "
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends /tmp/airlock.deb nftables >/dev/null
+  apt-get install -y -qq --no-install-recommends /tmp/airlock.deb nftables ${AIRLOCK_IMAGE_EXTRA:-} >/dev/null
   getent group airlock >/dev/null || groupadd --system --gid $uid airlock
   useradd --system --uid $uid --gid airlock --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin airlock
   install -d -o $uid -g airlock -m 0750 /run/airlock /var/log/airlock /var/lib/airlock
@@ -37,11 +39,9 @@ chroot "$root" /bin/sh -eu -c "
 umount "$root/proc"
 # uid 1337 in the image is airlock, not root; a sidecar's init container runs as root with
 # NET_ADMIN only to load the table (deploy/kubernetes/).
+changes=(--change "USER $uid" --change 'ENTRYPOINT ["/usr/bin/airlock"]'
+  --change 'CMD ["daemon", "-c", "/etc/airlock/policy.yaml"]' --change 'EXPOSE 9901')
+[[ ${AIRLOCK_IMAGE_INIT:-} != 1 ]] || changes=(--change 'CMD ["/sbin/init"]')
 tar -C "$root" --numeric-owner -cf - . |
-  podman import \
-    --change "USER $uid" \
-    --change 'ENTRYPOINT ["/usr/bin/airlock"]' \
-    --change 'CMD ["daemon", "-c", "/etc/airlock/policy.yaml"]' \
-    --change 'EXPOSE 9901' \
-    --message "airlock $version from Debian packages" - "$tag" >/dev/null
+  podman import "${changes[@]}" --message "airlock $version from Debian packages" - "$tag" >/dev/null
 echo "$tag"

@@ -251,12 +251,11 @@ asio::awaitable<void> serve_call(std::shared_ptr<seqpacket::socket> socket, sand
   helper.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, *pid, 0)));
   got->fds.clear();  // the helper holds the caller's descriptors now
   if (!helper.pidfd) {
-    // Only when the kernel has no pidfds; then wait the old way.
-    int status = 0;
-    ::waitpid(*pid, &status, 0);
+    // Linux before 5.3: no way to wait for the helper on the loop without blocking it.
+    ::kill(*pid, SIGKILL);
+    ::waitpid(*pid, nullptr, 0);
     helper.reaped = true;
-    send_text(s, control::exit_message(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
-    co_return;
+    co_return refuse(s, who, "this kernel has no pidfd_open (Linux 5.3 or later is needed)");
   }
 
   using namespace asio::experimental::awaitable_operators;
@@ -291,7 +290,7 @@ asio::awaitable<void> serve_call(std::shared_ptr<seqpacket::socket> socket, sand
       helper.signal(*sig);
   }
   int status = 0;
-  ::waitpid(*pid, &status, 0);
+  ::waitpid(*pid, &status, 0);  // it has exited (its pidfd said so): no wait
   helper.reaped = true;
   if (!caller_gone)
     send_text(s, control::exit_message(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));

@@ -62,7 +62,31 @@ world_down() {
     ip netns del "$ns" 2>/dev/null || true
     rm -rf "/etc/netns/$ns"
   done
+  # Read once airlock has exited: LeakSanitizer reports at exit.
+  local spoke=0
+  world_sanitizers || spoke=1
   if [[ -z ${KEEP_WORLD:-} ]]; then rm -rf "$W"; else world_log "kept $W"; fi
+  if [[ $spoke == 1 ]]; then
+    echo "FAIL a sanitizer reported (above): the test fails whatever its checks said"
+    exit 1
+  fi
+}
+
+# Every file of the world that holds airlock's stderr (the daemons' *.stderr, the tests' own
+# captures of airlock run in *.err): a report of ASan, LeakSanitizer, UBSan or TSan fails the
+# test, which would otherwise pass with a daemon that read freed memory on the way.
+world_sanitizers() {
+  local f found=0
+  local pattern='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: |WARNING: ThreadSanitizer'
+  for f in "$W"/*.stderr "$W"/*.err "$W"/*/*.stderr; do
+    [[ -f $f ]] || continue
+    if grep -q -E "$pattern" "$f"; then
+      world_log "sanitizer report in ${f#"$W"/}:"
+      grep -E -A12 "$pattern" "$f" | head -40 | sed 's/^/     /' >&2
+      found=1
+    fi
+  done
+  return "$found"
 }
 
 world_certs() {

@@ -48,7 +48,9 @@ AIRLOCK_PID=
 world_log() { printf '[world] %s\n' "$*" >&2; }
 
 world_down() {
-  local pid
+  local pid daemon=""
+  # The daemon the test still has (one it killed itself has left WORLD_PIDS, or was waited for).
+  for pid in "${WORLD_PIDS[@]}"; do [[ $pid != "${AIRLOCK_PID:-}" ]] || daemon=$pid; done
   for pid in "${WORLD_PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true
   done
@@ -58,6 +60,13 @@ world_down() {
     kill -9 "$pid" 2>/dev/null || true
   done
   WORLD_PIDS=()
+  # SIGTERM asks airlock to finish its lines and exit 0; anything else (a crash, a sanitizer's
+  # exit code, the SIGKILL above after 5 s) fails the test. 127: not this shell's child.
+  local daemon_status=0
+  if [[ -n $daemon ]]; then
+    wait "$daemon" 2>/dev/null || daemon_status=$?
+    [[ $daemon_status == 127 ]] && daemon_status=0
+  fi
   for ns in "$SBX" "$GW" "$NET"; do
     ip netns del "$ns" 2>/dev/null || true
     rm -rf "/etc/netns/$ns"
@@ -68,6 +77,10 @@ world_down() {
   if [[ -z ${KEEP_WORLD:-} ]]; then rm -rf "$W"; else world_log "kept $W"; fi
   if [[ $spoke == 1 ]]; then
     echo "FAIL a sanitizer reported (above): the test fails whatever its checks said"
+    exit 1
+  fi
+  if [[ $daemon_status != 0 ]]; then
+    echo "FAIL airlock exited with status $daemon_status after SIGTERM, not 0"
     exit 1
   fi
 }

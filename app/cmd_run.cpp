@@ -66,7 +66,7 @@ int run_through_daemon(const std::string& socket, args a, const launcher::run_op
   for (const auto& f : opened) fds.push_back(f.get());
   auto status = control::call_sandbox(socket, call, fds);
   if (!status) {
-    say(status.error() + "; CMD was not started");
+    say(status.error());
     return launcher::exit_setup_failed;
   }
   return *status;

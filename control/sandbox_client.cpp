@@ -62,7 +62,8 @@ base::result<int> call_sandbox(const std::string& socket_path, const sandbox_cal
   const auto text = encode(call);
   if (text.size() > max_call_bytes)
     return fail<int>("the arguments and environment are " + std::to_string(text.size() / 1024) +
-                     " KiB; the daemon takes at most " + std::to_string(max_call_bytes / 1024));
+                     " KiB; the daemon takes at most " + std::to_string(max_call_bytes / 1024) +
+                     "; CMD was not started");
   // Signals first: a Ctrl-C from now on belongs to CMD, and reaches it through the daemon.
   sigset_t set;
   sigemptyset(&set);
@@ -71,8 +72,8 @@ base::result<int> call_sandbox(const std::string& socket_path, const sandbox_cal
   base::unique_fd signals(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals) return fail<int>("signalfd: " + base::errno_text());
   auto s = connect_to(socket_path);
-  if (!s) return fail<int>(s.error());
-  if (auto r = send_call(s->get(), text, fds); !r) return fail<int>(r.error());
+  if (!s) return fail<int>(s.error() + "; CMD was not started");
+  if (auto r = send_call(s->get(), text, fds); !r) return fail<int>(r.error() + "; CMD was not started");
 
   // Until the daemon reports: its answer, or a signal to pass on. No deadline: CMD runs as
   // long as it runs, and --timeout is the daemon's to enforce.
@@ -91,11 +92,13 @@ base::result<int> call_sandbox(const std::string& socket_path, const sandbox_cal
     char buf[4096];
     const auto n = ::recv(s->get(), buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail<int>("the daemon closed the connection before CMD's exit status came back");
+    if (n <= 0)
+      return fail<int>("the daemon closed the connection before CMD's exit status came back (CMD may have run; "
+                       "the daemon's log says why)");
     auto outcome = decode_outcome(std::string_view(buf, static_cast<std::size_t>(n)));
     if (!outcome) continue;  // a later version's message; ours are exit and error
     if (outcome->exit_status) return *outcome->exit_status;
-    return fail<int>(outcome->error);
+    return fail<int>(outcome->error + "; CMD was not started");  // refused before anything was made
   }
 }
 

@@ -11,8 +11,8 @@
 namespace airlock::control {
 
 // `fds`: stdin, stdout, stderr, the working directory, then call.paths paths, all opened by
-// the caller. Fails (with what to do) when the daemon cannot be reached or refuses; otherwise
-// the status `airlock run` would have returned.
+// the caller. Fails (with what to do, and whether CMD ran) when the daemon cannot be reached,
+// refuses, or goes away; otherwise the status `airlock run` would have returned.
 base::result<int> call_sandbox(const std::string& socket_path, const sandbox_call& call, std::span<const int> fds);
 
 }  // namespace airlock::control

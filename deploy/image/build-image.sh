@@ -16,6 +16,9 @@ tag=${2:-localhost/airlock:$version}
 mirror=${3:-$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)}
 mirror=${mirror:-http://deb.debian.org/debian}
 uid=1337
+# debootstrap does not read apt's configuration: the proxy apt uses here, if any, is passed on.
+proxy=$(apt-config dump 2>/dev/null | sed -n 's/^Acquire::http::Proxy "\(.*\)";$/\1/p' | head -1)
+[[ -z $proxy || -n ${http_proxy:-} ]] || export http_proxy=$proxy
 
 root=$(mktemp -d /tmp/airlock-image.XXXXXX)
 trap 'umount -R "$root/proc" 2>/dev/null || true; rm -rf "$root"' EXIT

@@ -36,34 +36,47 @@ namespace {
 
 void say(const std::string& line) { std::fprintf(stderr, "airlock: %s\n", line.c_str()); }
 
-// Without root: the daemon makes the sandbox. The caller opens what it shares, so the daemon
-// shows the sandbox nothing the caller could not reach.
-int run_through_daemon(const std::string& socket, args a, const launcher::run_options& o) {
-  control::sandbox_call call;
-  for (auto s : a) call.args.emplace_back(s);
-  for (char** e = environ; *e != nullptr; ++e) call.env.emplace_back(*e);
+// What a sandbox made for a caller may show: the working directory and every --ro/--rw path,
+// opened (O_PATH) with this process's own rights, in that order. The working directory even
+// with --no-cwd (the layout has its place; "/" when "." cannot be opened).
+base::result<std::vector<base::unique_fd>> open_shared_paths(const launcher::run_options& o) {
   std::vector<base::unique_fd> opened;
-  // The working directory even with --no-cwd: the call's layout has its place.
   opened.emplace_back(::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!opened.back()) opened.back().reset(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   for (const auto* list : {&o.ro, &o.rw})
     for (const auto& p : *list) {
       opened.emplace_back(::open(p.c_str(), O_PATH | O_CLOEXEC));
-      if (!opened.back()) {
-        say((list == &o.ro ? "--ro " : "--rw ") + p.string() + ": " + base::errno_text() + "; CMD was not started");
-        return launcher::exit_setup_failed;
-      }
+      if (!opened.back())
+        return base::fail<std::vector<base::unique_fd>>((list == &o.ro ? "--ro " : "--rw ") + p.string() + ": " +
+                                                        base::errno_text());
     }
-  if (opened.size() - 1 > control::max_call_paths) {
-    say("at most " + std::to_string(control::max_call_paths) + " --ro/--rw paths through the daemon");
-    return launcher::exit_setup_failed;
-  }
-  call.paths = opened.size() - 1;
+  if (opened.size() - 1 > control::max_call_paths)
+    return base::fail<std::vector<base::unique_fd>>("at most " + std::to_string(control::max_call_paths) +
+                                                    " --ro/--rw paths for a sandbox made for another user");
+  return opened;
+}
+
+std::uint32_t current_umask() {
   const auto mask = ::umask(022);
   ::umask(mask);
-  call.umask = mask;
+  return mask;
+}
+
+// Without root: the daemon makes the sandbox. The caller opens what it shares, so the daemon
+// shows the sandbox nothing the caller could not reach.
+int run_through_daemon(const std::string& socket, args a, const launcher::run_options& o) {
+  auto opened = open_shared_paths(o);
+  if (!opened) {
+    say(opened.error() + "; CMD was not started");
+    return launcher::exit_setup_failed;
+  }
+  control::sandbox_call call;
+  for (auto s : a) call.args.emplace_back(s);
+  for (char** e = environ; *e != nullptr; ++e) call.env.emplace_back(*e);
+  call.paths = opened->size() - 1;
+  call.umask = current_umask();
   std::vector<int> fds{0, 1, 2};
-  for (const auto& f : opened) fds.push_back(f.get());
+  for (const auto& f : *opened) fds.push_back(f.get());
   auto status = control::call_sandbox(socket, call, fds);
   if (!status) {
     say(status.error());
@@ -73,8 +86,8 @@ int run_through_daemon(const std::string& socket, args a, const launcher::run_op
 }
 
 // Under sudo, CMD runs as the user who called sudo, not as root: what it writes in the working
-// directory is theirs, as through the daemon. The paths are opened here, as root, so the
-// launcher's check that they are the caller's files holds trivially: this caller is root.
+// directory is theirs, as through the daemon. The paths are opened here with root's rights:
+// this caller has them.
 base::result<launcher::caller_identity> sudo_caller(const launcher::run_options& o,
                                                     std::vector<base::unique_fd>& held) {
   const char* uid_text = std::getenv("SUDO_UID");
@@ -105,16 +118,12 @@ base::result<launcher::caller_identity> sudo_caller(const launcher::run_options&
   c.env.push_back(std::string("HOME=") + pw->pw_dir);
   c.env.push_back(std::string("USER=") + pw->pw_name);
   c.env.push_back(std::string("LOGNAME=") + pw->pw_name);
-  const auto mask = ::umask(022);
-  ::umask(mask);
-  c.umask = mask;
-  held.emplace_back(::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  c.cwd_fd = held.back().get();
-  for (const auto* list : {&o.ro, &o.rw})
-    for (const auto& p : *list) {
-      held.emplace_back(::open(p.c_str(), O_PATH | O_CLOEXEC));
-      c.path_fds.push_back(held.back().get());
-    }
+  c.umask = current_umask();
+  auto opened = open_shared_paths(o);
+  if (!opened) return base::fail<launcher::caller_identity>(opened.error());
+  held = std::move(*opened);
+  c.cwd_fd = held.front().get();
+  for (std::size_t i = 1; i < held.size(); ++i) c.path_fds.push_back(held[i].get());
   return c;
 }
 

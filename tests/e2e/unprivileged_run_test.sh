@@ -6,8 +6,9 @@
 # root run, with the session labelled user=nobody; exit statuses and signals pass through; a
 # caller that is killed takes its sandbox down; a uid outside the group is turned away with
 # what to do; the flags that would point root elsewhere are refused; a path the caller cannot
-# open is never shown; and a forged call (descriptors that are not the paths it names, an
-# LD_PRELOAD in its environment) gains nothing.
+# open is never shown; a forged call (descriptors that are not the paths it names, an
+# LD_PRELOAD in its environment) gains nothing; malformed calls and a flood of connections
+# that send nothing are refused with their reason.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -203,6 +204,49 @@ sed -i 's|"--ro", w + "/private/key", "--", "cat", w + "/private/key"|"--", "sh"
 as_nobody python3 "$W/forge.py" "$W" >"$W/forge2.out" 2>"$W/forge2.err" || true
 expect "  with CMD started: LD_PRELOAD was filtered out of CMD's environment" grep -qx "preload=unset" "$W/forge2.out"
 expect "  and ld.so never saw it" bash -c '! grep -q "airlock-forged" "$W/forge2.err"'
+
+# Malformed calls, each refused with its reason before anything is made.
+cat >"$W/malformed.py" <<'PY'
+import json, os, socket, sys
+w, kind = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(w + "/sandbox.sock")
+call = {"args": ["--", "true"], "env": ["PATH=/usr/bin:/bin"], "paths": 0, "umask": 0o22}
+cwd = os.open(".", os.O_PATH | os.O_DIRECTORY)
+if kind == "garbage":
+    socket.send_fds(s, [b"not json"], [0, 1, 2, cwd])
+elif kind == "count":
+    call["paths"] = 2
+    socket.send_fds(s, [json.dumps(call).encode()], [0, 1, 2, cwd])
+elif kind == "notdir":
+    socket.send_fds(s, [json.dumps(call).encode()], [0, 1, 2, os.open("/dev/null", os.O_PATH)])
+print(s.recv(4096).decode())
+PY
+for case in "garbage:is one JSON object" "count:names 2 paths but carries 4 descriptors" \
+  "notdir:fourth descriptor is not the working directory"; do
+  as_nobody python3 "$W/malformed.py" "$W" "${case%%:*}" >"$W/malformed.out" 2>&1 || true
+  expect "a malformed call (${case%%:*}) is refused: ${case#*:}" \
+    bash -c "grep -q '\"error\"' '$W/malformed.out' && grep -q '${case#*:}' '$W/malformed.out'"
+done
+# 64 connections that send nothing hold every waiting slot: the 65th is told to try again,
+# and once they close, a run works again.
+cat >"$W/pending.py" <<'PY'
+import socket, sys
+w = sys.argv[1]
+held = []
+for _ in range(64):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(w + "/sandbox.sock")
+    held.append(c)
+extra = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+extra.connect(w + "/sandbox.sock")
+extra.settimeout(5)
+print(extra.recv(4096).decode())
+PY
+as_nobody python3 "$W/pending.py" "$W" >"$W/pending.out" 2>&1 || true
+expect "with 64 calls waiting for their request, one more is told to try again" \
+  grep -q "too many sandbox calls" "$W/pending.out"
+expect "  and once they are gone, a run works again" urun -- true
 
 expect "the daemon is still up after all of it" kill -0 "$AIRLOCK_PID"
 expect "no sanitizer report from the daemon or any helper" \

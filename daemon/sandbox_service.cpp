@@ -210,6 +210,7 @@ asio::awaitable<void> serve_call(std::shared_ptr<seqpacket::socket> socket, sand
   }
   const auto who = peer_of(s);
   auto got = receive(s);
+  if (got && got->text.empty() && got->fds.empty()) co_return;  // went away without a word: nothing to say
   if (!who || !got) co_return refuse(s, who, "the call could not be read");
   if (got->truncated)
     co_return refuse(s, who,

@@ -78,6 +78,10 @@ sid=$(sed -n 's/^airlock: session \([^ ]*\) started.*/\1/p' "$W/alice.err" | hea
 expect "  her session's DNS lines carry user=alice: the allowed name allowed" \
   line event=dns session="$sid" name=registry.npmjs.org verdict=allow 'labels~="user": "alice"'
 expect "  and the denied one denied" line event=dns session="$sid" name=denied.example verdict=deny
+expect "  and alice can run the 'airlock explain' her run printed" \
+  bash -c "podman exec $box su alice -c 'airlock explain $sid' | grep -q denied.example"
+expect "  (the decision log is 0640 root:airlock)" \
+  bash -c "[[ \$(podman exec $box stat -c '%a %U %G' /var/log/airlock/decisions.jsonl) == '640 root airlock' ]]"
 
 set +e
 in_box su bob -c 'cd /home/bob && airlock run -- true' >/dev/null 2>"$W/bob.err"

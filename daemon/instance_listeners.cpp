@@ -255,7 +255,9 @@ std::optional<startup_error> open_sandbox_socket(parts_t& r) {
 void start_accepting(parts_t& r) {
   for (auto& s : r.dns_sockets) co_spawn(r.io, dns::serve_udp(s, *r.dns_ctx), report("dns listener"));
   if (r.sandbox) co_spawn(r.io, serve_sandbox_calls(r.sandbox->acceptor, r.sandbox_calls), report("sandbox listener"));
-  for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, {}), report("dns tcp listener"));
+  const auto& d = r.cfg.dns;
+  const dns::tcp_limits tcp{d.tcp_idle, d.tcp_connections, d.session_tcp_connections, d.tcp_queries_per_connection};
+  for (auto& a : r.dns_acceptors) co_spawn(r.io, dns::serve_tcp(a, *r.dns_ctx, tcp), report("dns tcp listener"));
   for (auto& a : r.proxy_acceptors)
     co_spawn(r.io, accept_loop(r, a, *r.proxy_ctx, &proxy::handle_connection), report("proxy listener"));
   for (auto& a : r.tproxy_acceptors)

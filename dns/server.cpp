@@ -1,13 +1,11 @@
+// DNS over UDP: the receive loop (dns/server.hpp). TCP is in tcp_server.cpp.
 #include "dns/server.hpp"
 
 #include "base/deadline.hpp"
 #include "base/spawn.hpp"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/write.hpp>
 
 #include <algorithm>
 #include <array>
@@ -26,7 +24,6 @@ namespace airlock::dns {
 namespace {
 
 namespace asio = boost::asio;
-using asio::ip::tcp;
 using asio::ip::udp;
 
 void report(const char* what) { std::fprintf(stderr, "airlock: dns query: internal error: %s\n", what); }
@@ -148,44 +145,6 @@ void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io
   }
 }
 
-// Reads exactly buffer.size() bytes within `limit`; false on EOF, error or timeout.
-asio::awaitable<bool> read_exactly(tcp::socket& s, asio::mutable_buffer buffer,
-                                   std::chrono::steady_clock::duration limit) {
-  auto read = [&]() -> asio::awaitable<bool> {
-    auto [ec, n] = co_await asio::async_read(s, buffer, base::nothrow);
-    co_return !ec && n == buffer.size();
-  };
-  auto ok = co_await base::with_deadline(read(), limit);
-  co_return (ok && *ok);
-}
-
-asio::awaitable<void> tcp_connection(tcp::socket socket, query_context& ctx, tcp_limits limits,
-                                     std::shared_ptr<std::size_t> open) {
-  struct count {
-    std::shared_ptr<std::size_t> n;
-    ~count() { --*n; }
-  } guard{open};
-  boost::system::error_code ec;
-  const auto peer = socket.remote_endpoint(ec);
-  if (ec) co_return;
-  std::vector<std::byte> packet;
-  for (std::size_t q = 0; q < limits.max_queries_per_connection; ++q) {
-    std::array<std::uint8_t, 2> length{};
-    if (!co_await read_exactly(socket, asio::buffer(length), limits.idle)) co_return;
-    const std::size_t size = std::size_t{length[0]} << 8 | length[1];
-    if (size == 0) co_return;  // nothing to answer; a client that sends this is confused
-    packet.resize(size);
-    if (!co_await read_exactly(socket, asio::buffer(packet), limits.idle)) co_return;
-    auto reply = co_await answer_query(ctx, packet, peer.address(), peer.port(), false);
-    if (!reply) continue;
-    const std::array<std::uint8_t, 2> out_length{static_cast<std::uint8_t>(reply->size() >> 8),
-                                                 static_cast<std::uint8_t>(reply->size() & 0xff)};
-    const std::array<asio::const_buffer, 2> out{asio::buffer(out_length), asio::buffer(*reply)};
-    auto [wec, wn] = co_await asio::async_write(socket, out, base::nothrow);
-    if (wec) co_return;
-  }
-}
-
 }  // namespace
 
 asio::awaitable<void> serve_udp(udp::socket& socket, query_context& ctx) {
@@ -211,24 +170,6 @@ asio::awaitable<void> serve_udp(udp::socket& socket, query_context& ctx) {
     // Nothing queued: wait for the next datagram (epoll tells; nothing is read twice).
     auto [ec] = co_await socket.async_wait(udp::socket::wait_read, base::nothrow);
     if (ec == asio::error::operation_aborted || !socket.is_open()) co_return;
-  }
-}
-
-asio::awaitable<void> serve_tcp(tcp::acceptor& acceptor, query_context& ctx, tcp_limits limits) {
-  auto ex = co_await asio::this_coro::executor;
-  auto open = std::make_shared<std::size_t>(0);
-  for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(base::nothrow);
-    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-    if (ec) {
-      // EMFILE and friends: pause instead of spinning on a listener that cannot accept.
-      asio::steady_timer pause(ex, std::chrono::milliseconds(50));
-      co_await pause.async_wait(base::nothrow);
-      continue;
-    }
-    if (*open >= limits.max_connections) continue;  // closed by going out of scope; UDP still serves
-    ++*open;
-    base::spawn_session(ex, tcp_connection(std::move(socket), ctx, limits, open), report);
   }
 }
 

@@ -105,6 +105,13 @@ struct dns_config {
   std::vector<std::uint16_t> refused_types;  // query types always refused (ANY always is)
   double queries_per_second = 200;           // per session
   double burst = 400;
+  // DNS over TCP, per listener: open connections in all and per session (0: no
+  // per-session cap), queries one connection may ask, and how long it may stay quiet (before,
+  // between or inside queries, or not reading an answer).
+  std::uint64_t tcp_connections = 256;
+  std::uint64_t session_tcp_connections = 16;
+  std::uint64_t tcp_queries_per_connection = 1000;
+  std::chrono::milliseconds tcp_idle{10'000};
 };
 
 // What one session, and the daemon as a whole, may hold. Past a limit a new connection is

@@ -69,8 +69,11 @@ void config_loader::load_log(const YAML::Node& n, config& cfg) {
 
 void config_loader::load_dns(const YAML::Node& n, dns_config& out) {
   if (!n.IsMap())
-    return r_.error(n, "dns: expected a mapping (deny_with:, refused_types:, queries_per_second:, burst:)");
-  r_.check_keys(n, {"deny_with", "refused_types", "queries_per_second", "burst"}, "dns");
+    return r_.error(n, "dns: expected a mapping (deny_with:, refused_types:, queries_per_second:, burst:, tcp_...:)");
+  r_.check_keys(n,
+                {"deny_with", "refused_types", "queries_per_second", "burst", "tcp_connections",
+                 "session_tcp_connections", "tcp_queries_per_connection", "tcp_idle"},
+                "dns");
   if (auto d = n["deny_with"]) {
     const auto v = yaml_reader::scalar_text(d);
     if (v == "refused") out.deny_with_refused = true;
@@ -95,6 +98,21 @@ void config_loader::load_dns(const YAML::Node& n, dns_config& out) {
   };
   positive("queries_per_second", out.queries_per_second);
   positive("burst", out.burst);
+  auto count = [&](const char* key, std::uint64_t& into, std::uint64_t min) {
+    const auto v = n[key];
+    if (!v) return;
+    auto parsed = parse_count(v.IsScalar() ? v.Scalar() : std::string(), min, 1'000'000);
+    if (parsed.has_value()) into = *parsed;
+    else r_.error(v, std::string("dns.") + key + ": " + parsed.error());
+  };
+  count("tcp_connections", out.tcp_connections, 1);
+  count("session_tcp_connections", out.session_tcp_connections, 0);
+  count("tcp_queries_per_connection", out.tcp_queries_per_connection, 1);
+  if (const auto v = n["tcp_idle"]) {
+    auto parsed = parse_duration(v.IsScalar() ? v.Scalar() : std::string());
+    if (parsed.has_value()) out.tcp_idle = *parsed;
+    else r_.error(v, "dns.tcp_idle: " + parsed.error());
+  }
 }
 
 void config_loader::load_threads(const YAML::Node& n, unsigned& out) {

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -204,4 +206,28 @@ TEST_CASE("the dns section: deny rcode, refused types by name or number, rate") 
         "f.yaml:3:14: dns.deny_with: 'drop'; expected 'nxdomain' or 'refused'\n"
         "f.yaml:4:18: dns.refused_types: unknown type 'TXTX'; use a name such as TXT or NULL, or TYPE<number>\n"
         "f.yaml:5:10: dns.burst: expected a positive number\n");
+}
+
+TEST_CASE("the dns section: DNS over TCP caps and idle time, defaults and errors") {
+  auto defaults = load_config_text("version: 1\n", "f.yaml");
+  REQUIRE(defaults.has_value());
+  CHECK(defaults->dns.tcp_connections == 256);
+  CHECK(defaults->dns.session_tcp_connections == 16);
+  CHECK(defaults->dns.tcp_queries_per_connection == 1000);
+  CHECK(defaults->dns.tcp_idle == std::chrono::seconds(10));
+  auto r = load_config_text(
+      "version: 1\ndns:\n  tcp_connections: 8\n  session_tcp_connections: 0\n  tcp_queries_per_connection: 3\n"
+      "  tcp_idle: 500ms\n",
+      "f.yaml");
+  REQUIRE(r.has_value());
+  CHECK(r->dns.tcp_connections == 8);
+  CHECK(r->dns.session_tcp_connections == 0);
+  CHECK(r->dns.tcp_queries_per_connection == 3);
+  CHECK(r->dns.tcp_idle == std::chrono::milliseconds(500));
+  auto bad = load_config_text("version: 1\ndns:\n  tcp_connections: 0\n  tcp_idle: 0s\n  tcp_queries: 4\n", "f.yaml");
+  REQUIRE_FALSE(bad.has_value());
+  const auto text = joined(bad.error());
+  CHECK(text.find("f.yaml:3:20: dns.tcp_connections: '0': expected a whole number from 1") != std::string::npos);
+  CHECK(text.find("f.yaml:4:13: dns.tcp_idle: '0s': must be at least 1ms") != std::string::npos);
+  CHECK(text.find("f.yaml:5:3: unknown key 'tcp_queries' in dns") != std::string::npos);
 }

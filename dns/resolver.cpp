@@ -35,7 +35,10 @@ base::result<std::unique_ptr<resolver>> resolver::create(boost::asio::any_io_exe
   ares_options o{};
   int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB | ARES_OPT_EDNSPSZ;
   // No search list and no HOSTALIASES: airlock asks exactly the name it was given.
-  o.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES | ARES_FLAG_EDNS;
+  // NOCHECKRESP: a SERVFAIL, REFUSED or NOTIMP comes back as the upstream's answer. Without
+  // it c-ares (1.18) drops such a reply, asks again and ends with "connection refused", and
+  // the line would say the upstream was unreachable when it answered.
+  o.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES | ARES_FLAG_EDNS | ARES_FLAG_NOCHECKRESP;
   o.timeout = static_cast<int>(opts.timeout.count());
   o.tries = opts.tries;
   o.sock_state_cb = &resolver::on_socket_state;
@@ -85,16 +88,24 @@ void resolver::on_answer(void* arg, int status, int /*timeouts*/, unsigned char*
   std::unique_ptr<in_flight> f(static_cast<in_flight*>(arg));
   f->owner->in_flight_.erase(f->key);
   raw_answer outcome = resolve_error::other;
-  // c-ares hands over the answer for NXDOMAIN, NODATA, SERVFAIL and REFUSED too: the
-  // client gets the upstream's own RCODE. Only "no answer at all" is an error here.
-  if (abuf && alen > 0) {
+  // c-ares hands over the answer for every RCODE (NOCHECKRESP). NXDOMAIN and NODATA are
+  // answers the client gets as they are; an upstream that failed (SERVFAIL), refused or
+  // does not implement the question is a server failure: SERVFAIL to the client, never
+  // cached, the line saying upstream_server_failure.
+  constexpr unsigned header_size = 12;
+  const unsigned rcode = abuf && alen >= static_cast<int>(header_size) ? (abuf[3] & 0x0Fu) : 0;
+  if (rcode == 2 || rcode == 4 || rcode == 5) {
+    outcome = resolve_error::server_failure;
+  } else if (abuf && alen > 0) {
     outcome = std::string(reinterpret_cast<const char*>(abuf), static_cast<std::size_t>(alen));
   } else {
     switch (status) {
       case ARES_ETIMEOUT: outcome = resolve_error::timeout; break;
       case ARES_ECONNREFUSED: outcome = resolve_error::unreachable; break;
       case ARES_EBADRESP: outcome = resolve_error::bad_answer; break;
-      case ARES_ESERVFAIL: outcome = resolve_error::server_failure; break;
+      case ARES_ESERVFAIL:
+      case ARES_EREFUSED:
+      case ARES_ENOTIMP: outcome = resolve_error::server_failure; break;
       case ARES_EDESTRUCTION:
       case ARES_ECANCELLED: outcome = resolve_error::shutting_down; break;
       default: break;

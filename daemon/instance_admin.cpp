@@ -15,6 +15,8 @@ metrics_sample instance::parts::sample() const {
   metrics_sample out{active_connections.load(), sessions->list().size(), log->queue_depth(), log->dropped_total()};
   out.overload_level = static_cast<int>(overload.level());
   out.memory_pressure = overload.pressure();
+  out.accept_pauses = accept_pauses.load();
+  out.accept_paused_us = accept_paused_us.load();
   if (minter) {
     out.leaf_hits = minter->hits();
     out.leaf_minted = minter->misses();

@@ -87,14 +87,51 @@ bool out_of_descriptors(const boost::system::error_code& ec) {
   return ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system;
 }
 
+// At a daemon-wide cap (limits.connections, limits.pending_handshakes) this listener stops
+// accepting until the count is below it again: new connections wait in the kernel's listen
+// queue, which holds thousands, as HAProxy's maxconn has them wait, instead of being
+// accepted only to be reset. What the queue cannot hold the kernel drops, and the client
+// sends its SYN again. Said once on stderr per pause that starts at least 10 s after the
+// last one was said, and counted in /metrics (pauses, and the time spent paused).
+asio::awaitable<void> wait_below_cap(parts_t& r, tcp::acceptor& acceptor, proxy::proxy_context& ctx,
+                                     std::string_view cap) {
+  static std::atomic<std::int64_t> last_said{0};
+  const auto started = std::chrono::steady_clock::now();
+  const auto now_ticks = started.time_since_epoch().count();
+  if (auto last = last_said.load();
+      (last == 0 || now_ticks - last >= std::chrono::nanoseconds(std::chrono::seconds(10)).count()) &&
+      last_said.compare_exchange_strong(last, now_ticks))
+    std::fprintf(stderr,
+                 "airlock: at limits.%.*s: new connections wait in the listen queue until connections close "
+                 "(airlock_accept_pauses_total counts these pauses)\n",
+                 static_cast<int>(cap.size()), cap.data());
+  r.accept_pauses.fetch_add(1, std::memory_order_relaxed);
+  asio::steady_timer poll(acceptor.get_executor());
+  while (!r.stopping && !ctx.limits.full().empty()) {
+    poll.expires_after(std::chrono::milliseconds(5));
+    co_await poll.async_wait(base::nothrow);
+  }
+  const auto paused = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+  r.accept_paused_us.fetch_add(static_cast<std::uint64_t>(paused.count()), std::memory_order_relaxed);
+}
+
 asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::proxy_context& ctx,
                                   connection_handler handle) {
   base::spare_descriptor spare;
   for (;;) {
+    if (const auto cap = ctx.limits.full(); !cap.empty()) {
+      co_await wait_below_cap(r, acceptor, ctx, cap);
+      if (r.stopping) co_return;
+      continue;
+    }
     // The peer as accept(2) returned it: no getpeername, and known even when the client
     // has already reset by the time its connection is judged.
-    auto [ec, socket, peer] = co_await proxy::accept_nonblocking(acceptor);
+    // Asked again right before accept(2): the wait for a connection may have begun below
+    // the cap and ended above it (another loop accepted meanwhile).
+    constexpr auto below_cap = [](const void* l) { return static_cast<const proxy::limiter*>(l)->full().empty(); };
+    auto [ec, socket, peer, held] = co_await proxy::accept_nonblocking(acceptor, below_cap, &ctx.limits);
     if (r.stopping || ec == asio::error::operation_aborted) co_return;
+    if (held) continue;  // the check above pauses
     if (ec) {
       if (out_of_descriptors(ec)) shed_waiting(acceptor, spare, ctx);
       // Pause instead of spinning on a listener that cannot accept.

@@ -134,6 +134,10 @@ struct instance::parts {
   std::vector<policy::endpoint_config> proxy_bound, tproxy_bound, explicit_bound, dns_bound, admin_bound;
   std::optional<host_address_watch> host_watch;     // airlock's own addresses, as they change
   std::atomic<std::size_t> active_connections = 0;  // on every loop
+  // Listeners that stopped accepting at a daemon-wide cap (instance_listeners.cpp): how
+  // often, and for how long in all.
+  std::atomic<std::uint64_t> accept_pauses = 0;
+  std::atomic<std::uint64_t> accept_paused_us = 0;
   std::atomic<bool> stopping = false;
   std::string ready;
 

@@ -55,11 +55,20 @@ metrics::metrics()
       log_dropped_seen_{log_dropped_},
       leaf_hits_{leaves_.Add({{"result", "hit"}})},
       leaf_minted_{leaves_.Add({{"result", "minted"}})},
-      leaf_evicted_{leaves_.Add({{"result", "evicted"}})} {}
+      leaf_evicted_{leaves_.Add({{"result", "evicted"}})},
+      accept_pauses_{counter_family(*registry_, "airlock_accept_pauses_total",
+                                    "Times a proxy listener stopped accepting at a daemon-wide cap (limits.connections "
+                                    "or limits.pending_handshakes): new connections waited in the kernel's queue")
+                         .Add({})},
+      accept_paused_us_{counter_family(*registry_, "airlock_accept_paused_seconds_total",
+                                       "Time proxy listeners spent not accepting at a daemon-wide cap, summed over "
+                                       "listeners")
+                            .Add({}),
+                        1e-6} {}
 
 void metrics::follower::follow(std::uint64_t total) {
   if (total > seen) {
-    counter.Increment(static_cast<double>(total - seen));
+    counter.Increment(static_cast<double>(total - seen) * unit);
     seen = total;
   }
 }
@@ -128,6 +137,8 @@ std::string metrics::render(const metrics_sample& now) {
   leaf_hits_.follow(now.leaf_hits);
   leaf_minted_.follow(now.leaf_minted);
   leaf_evicted_.follow(now.leaf_evicted);
+  accept_pauses_.follow(now.accept_pauses);
+  accept_paused_us_.follow(now.accept_paused_us);
   return prom::TextSerializer().Serialize(registry_->Collect());
 }
 

@@ -37,6 +37,9 @@ struct metrics_sample {
   // Memory pressure (base/overload.hpp): 0 normal, 1 shrinking, 2 refusing; used / limit.
   int overload_level = 0;
   double memory_pressure = 0;
+  // Listeners that stopped accepting at a daemon-wide cap: how often, for how long in all.
+  std::uint64_t accept_pauses = 0;
+  std::uint64_t accept_paused_us = 0;
 };
 
 class metrics {
@@ -77,11 +80,14 @@ class metrics {
   // Counters that mirror a total kept elsewhere: each render adds what grew since the last.
   struct follower {
     prometheus::Counter& counter;
+    double unit = 1;  // what one of the total's units is in the counter's (1e-6: us -> s)
     std::uint64_t seen = 0;
     void follow(std::uint64_t total);
   };
   follower log_dropped_seen_;
   follower leaf_hits_, leaf_minted_, leaf_evicted_;
+  follower accept_pauses_;
+  follower accept_paused_us_;
   // Label sets seen so far, as lists that only grow: a decision costs a hash, a walk of a
   // short list and an atomic increment. A set not seen before is added under `adding_`
   // (and prometheus-cpp's own family lock); there are at most a few hundred.

@@ -114,20 +114,23 @@ struct dns_config {
   std::chrono::milliseconds tcp_idle{10'000};
 };
 
-// What one session, and the daemon as a whole, may hold. Past a limit a new connection is
-// denied with reason limit_exceeded (the note names the limit); an open connection that
-// spends the last of a byte budget is cut, and its line says so.
+// What one session, and the daemon as a whole, may hold. Past a session's limit a new
+// connection is denied with reason limit_exceeded (the note names the limit); at a
+// daemon-wide cap the listeners stop accepting and new connections wait in the kernel's
+// listen queue (daemon/instance_listeners.cpp). An open connection that spends the last of
+// a byte budget is cut, and its line says so.
 struct limits_config {
   std::uint64_t connections = 20000;        // open at once, the whole daemon
   std::uint64_t pending_handshakes = 2000;  // accepted, first bytes not judged yet
-  // Per session, off by default (0): the default policy's one session covers every
-  // client of a gateway, and a shared limit there would throttle them all together.
-  std::uint64_t session_connections = 0;  // open at once, per session
-  // Accepted and not judged yet, per session: without it one sandbox's silent connections
-  // can take every pending_handshakes slot and leave the others refused.
-  std::uint64_t session_pending_handshakes = 0;
-  double session_connections_per_second = 0;  // new, per session (bursts of twice that)
-  std::uint64_t session_bytes_up = 0;         // over the session's life
+  // Each session's share of the two caps above (0: none): without them one sandbox's
+  // silent or held connections take every place, and every other sandbox is refused
+  // (limit:pending_handshakes) while it floods. A quarter each, so it takes four sessions
+  // at their shares to fill the daemon. A gateway whose one (default) session covers many
+  // clients raises them, or sets 0.
+  std::uint64_t session_connections = 5000;        // open at once, per session
+  std::uint64_t session_pending_handshakes = 500;  // accepted and not judged yet, per session
+  double session_connections_per_second = 0;       // new, per session (bursts of twice that)
+  std::uint64_t session_bytes_up = 0;              // over the session's life
   std::uint64_t session_bytes_down = 0;
 };
 

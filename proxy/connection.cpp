@@ -44,6 +44,9 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
 
   rec.client = text(peer);
   if (const auto over = ticket.refused(); !over.empty()) {
+    // Whose connection was refused matters most here: a daemon-wide cap is what one
+    // session's flood makes the others meet.
+    steps::name_session(ctx, *snap, peer.address(), rec);
     co_await refuse_over_limit(client, sniffed::kind::unknown, guard, over);
     co_return false;
   }
@@ -60,10 +63,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       rec.reason = reason::internal_error;
       rec.notes.push_back("no_original_destination");
     }
-    if (const auto s = snap->session_for(peer.address(), ctx.policies.registered().get())) {
-      rec.session = std::string(s->id);
-      rec.policy = s->policy->name();
-    }
+    steps::name_session(ctx, *snap, peer.address(), rec);
     co_await refuse(client, sniffed::kind::unknown, guard);
     co_return false;
   }

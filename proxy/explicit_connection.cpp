@@ -204,6 +204,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
 
   rec.client = steps::text(peer);
   if (const auto over = ticket.refused(); !over.empty()) {
+    steps::name_session(ctx, *snap, peer.address(), rec);
     co_await steps::refuse_over_limit(client, channel, guard, over);
     co_return false;
   }

@@ -76,4 +76,11 @@ std::uint64_t limiter::open() const noexcept { return state_->open.load(relaxed)
 
 std::uint64_t limiter::pending() const noexcept { return state_->pending.load(relaxed); }
 
+std::string_view limiter::full() const noexcept {
+  const auto& l = state_->limits;
+  if (state_->open.load(relaxed) >= l.connections) return "connections";
+  if (state_->pending.load(relaxed) >= l.pending_handshakes) return "pending_handshakes";
+  return {};
+}
+
 }  // namespace airlock::proxy

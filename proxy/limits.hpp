@@ -81,6 +81,10 @@ class limiter {
 
   std::uint64_t open() const noexcept;
   std::uint64_t pending() const noexcept;
+  // The daemon-wide cap reached now ("connections", "pending_handshakes"), or empty. While
+  // one is, the listeners stop accepting: the kernel's listen queue holds new connections,
+  // as HAProxy's maxconn does, instead of airlock accepting them only to reset them.
+  std::string_view full() const noexcept;
 
  private:
   struct state {

@@ -62,7 +62,8 @@ int accept_with_peer(boost::asio::ip::tcp::acceptor& listener, boost::asio::ip::
   return fd;
 }
 
-boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::tcp::acceptor& listener) {
+boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::tcp::acceptor& listener,
+                                                               bool (*admit)(const void*), const void* admit_arg) {
   accepted_connection out{{}, boost::asio::ip::tcp::socket(listener.get_executor()), {}};
   // The listener itself must not block the loop (once per listener: Asio keeps the flag).
   if (!listener.native_non_blocking()) listener.native_non_blocking(true, out.ec);
@@ -70,6 +71,10 @@ boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::
   for (;;) {
     if (!listener.is_open()) {
       out.ec = boost::asio::error::operation_aborted;
+      co_return out;
+    }
+    if (admit != nullptr && !admit(admit_arg)) {
+      out.held = true;
       co_return out;
     }
     if (const int fd = accept_with_peer(listener, out.peer, SOCK_NONBLOCK | SOCK_CLOEXEC); fd >= 0) {

@@ -35,11 +35,18 @@ int accept_with_peer(boost::asio::ip::tcp::acceptor& listener, boost::asio::ip::
 // (proxy/edge_wait.hpp). Errors are accept(2)'s (EMFILE, ENFILE, ENOBUFS...), or
 // operation_aborted once the listener is closed; a connection reset while it waited is
 // skipped, as Asio's accept skips it.
+//
+// With `admit`, it is asked right before each accept(2), after any wait: false ends the call
+// without accepting (`held` set, no error), so a listener at a cap leaves the connection in
+// the kernel's queue rather than taking it only to reset it.
 struct accepted_connection {
   boost::system::error_code ec;
   boost::asio::ip::tcp::socket socket;
   boost::asio::ip::tcp::endpoint peer;  // as accept(2) returned it: no getpeername
+  bool held = false;                    // `admit` said no: nothing was accepted
 };
-boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::tcp::acceptor& listener);
+boost::asio::awaitable<accepted_connection> accept_nonblocking(boost::asio::ip::tcp::acceptor& listener,
+                                                               bool (*admit)(const void*) = nullptr,
+                                                               const void* admit_arg = nullptr);
 
 }  // namespace airlock::proxy

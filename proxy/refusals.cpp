@@ -73,10 +73,7 @@ void log_refused_at_accept(proxy_context& ctx, const tcp::endpoint& client, std:
   const auto snap = ctx.policies.current();
   rec.policy_version = snap->version();
   rec.client = text(client);
-  if (const auto s = snap->session_for(client.address(), ctx.policies.registered().get())) {
-    rec.session = std::string(s->id);
-    rec.policy = s->policy->name();
-  }
+  name_session(ctx, *snap, client.address(), rec);
   rec.verdict = policy::verdict::deny;
   rec.reason = reason::limit_exceeded;
   rec.rule = "default";

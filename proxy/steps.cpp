@@ -14,6 +14,14 @@ using asio::ip::tcp;
 
 std::string text(const tcp::endpoint& ep) { return policy::endpoint_config{ep.address(), ep.port()}.to_string(); }
 
+void name_session(const proxy_context& ctx, const policy::snapshot& snap, const boost::asio::ip::address& peer,
+                  record::decision_record& rec) {
+  if (const auto s = snap.session_for(peer, ctx.policies.registered().get())) {
+    rec.session = std::string(s->id);
+    rec.policy = s->policy->name();
+  }
+}
+
 bool peer_gone(tcp::socket& s) noexcept {
   char byte;
   const auto n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);

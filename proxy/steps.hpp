@@ -29,6 +29,11 @@ namespace airlock::proxy::steps {
 
 std::string text(const boost::asio::ip::tcp::endpoint& ep);
 
+// The session (and its policy) the peer's address belongs to, on the line of a connection
+// refused before its session is otherwise looked up: nothing when none holds it.
+void name_session(const proxy_context& ctx, const policy::snapshot& snap, const boost::asio::ip::address& peer,
+                  record::decision_record& rec);
+
 // True when the peer has already closed or reset the connection.
 bool peer_gone(boost::asio::ip::tcp::socket& s) noexcept;
 

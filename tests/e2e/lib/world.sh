@@ -43,6 +43,10 @@ ORIGIN_IP6=2001:db8:113::10 ATTACKER_IP6=2001:db8:113::66
 WORLD_RECORDS=${WORLD_RECORDS:-}
 WORLD_CERT_NAMES=${WORLD_CERT_NAMES:-}
 WORLD_PIDS=()
+# More namespaces a test made (a second sandbox): removed with the world's own.
+WORLD_EXTRA_NS=()
+# Daemons stopped mid-test (world_stop_airlock) that did not exit 0: each fails the test.
+WORLD_BAD_STOPS=0
 AIRLOCK_PID=
 
 world_log() { printf '[world] %s\n' "$*" >&2; }
@@ -67,7 +71,7 @@ world_down() {
     wait "$daemon" 2>/dev/null || daemon_status=$?
     [[ $daemon_status == 127 ]] && daemon_status=0
   fi
-  for ns in "$SBX" "$GW" "$NET"; do
+  for ns in "$SBX" "$GW" "$NET" "${WORLD_EXTRA_NS[@]}"; do
     ip netns del "$ns" 2>/dev/null || true
     rm -rf "/etc/netns/$ns"
   done
@@ -82,6 +86,30 @@ world_down() {
   if [[ $daemon_status != 0 ]]; then
     echo "FAIL airlock exited with status $daemon_status after SIGTERM, not 0"
     exit 1
+  fi
+  if [[ $WORLD_BAD_STOPS != 0 ]]; then
+    echo "FAIL $WORLD_BAD_STOPS daemon(s) stopped mid-test did not exit 0 (above)"
+    exit 1
+  fi
+}
+
+# Stops the daemon of world_start_airlock / world_await_airlock with SIGTERM and waits for
+# it (bounded: SIGKILL after 10 s), for a test that restarts it. Like the last daemon's at
+# world_down, an exit status other than 0 fails the test.
+world_stop_airlock() {
+  local pid=$AIRLOCK_PID status=0 kept=() p
+  [[ -n $pid ]] || return 0
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || status=$?
+  [[ $status == 127 ]] && status=0  # not this shell's child: its status is not ours to read
+  for p in "${WORLD_PIDS[@]}"; do [[ $p == "$pid" ]] || kept+=("$p"); done
+  WORLD_PIDS=("${kept[@]}")
+  AIRLOCK_PID=
+  if [[ $status != 0 ]]; then
+    echo "FAIL airlock (pid $pid) exited with status $status after SIGTERM, not 0"
+    WORLD_BAD_STOPS=$((WORLD_BAD_STOPS + 1))
   fi
 }
 

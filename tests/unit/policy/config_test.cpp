@@ -134,7 +134,9 @@ TEST_CASE("the limits section: caps, per-session limits that 0 turns off, sizes"
   CHECK(r->limits.session_pending_handshakes == 50);
   CHECK(r->limits.session_connections == 0);
   CHECK(r->limits.session_bytes_up == 65536);
-  CHECK(load_config_text("version: 1\n", "f.yaml")->limits.session_pending_handshakes == 0);  // off by default
+  // Each session's share by default: a quarter of each daemon-wide cap.
+  CHECK(load_config_text("version: 1\n", "f.yaml")->limits.session_pending_handshakes == 500);
+  CHECK(load_config_text("version: 1\n", "f.yaml")->limits.session_connections == 5000);
   auto bad = load_config_text("version: 1\nlimits:\n  session_pending_handshakes: lots\n  pending: 3\n", "f.yaml");
   REQUIRE_FALSE(bad.has_value());
   CHECK(joined(bad.error()).find("f.yaml:3:") != std::string::npos);

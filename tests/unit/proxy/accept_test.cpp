@@ -36,7 +36,8 @@ struct accepted_one {
 
 asio::awaitable<void> accept_n(tcp::acceptor& listener, int n, std::vector<accepted_one>& out) {
   for (int i = 0; i < n; ++i) {
-    auto [ec, socket, peer] = co_await accept_nonblocking(listener);
+    auto [ec, socket, peer, held] = co_await accept_nonblocking(listener);
+    CHECK_FALSE(held);
     accepted_one a{ec, socket.is_open(), false, peer};
     if (socket.is_open()) a.nonblocking = (::fcntl(socket.native_handle(), F_GETFL) & O_NONBLOCK) != 0;
     out.push_back(a);
@@ -78,6 +79,32 @@ TEST_CASE("accept_nonblocking: connections waiting before it and ones that come 
     CHECK(got[i].nonblocking);                          // accept4(SOCK_NONBLOCK): no ioctl needed
     CHECK(got[i].peer == clients[i].local_endpoint());  // in the order they connected
   }
+}
+
+TEST_CASE("accept_nonblocking: a refusing admit leaves the connection queued; a later call takes it") {
+  asio::io_context io;
+  auto listener = loopback_listener(io);
+  tcp::socket client(io);
+  client.connect(listener.local_endpoint());
+  bool open_gate = false;
+  std::vector<bool> held;
+  std::vector<tcp::endpoint> peers;
+  spawn(io,
+        [](tcp::acceptor& l, bool& gate, std::vector<bool>& h, std::vector<tcp::endpoint>& p) -> asio::awaitable<void> {
+          constexpr auto admit = [](const void* g) { return *static_cast<const bool*>(g); };
+          for (int i = 0; i < 2; ++i) {
+            auto got = co_await accept_nonblocking(l, admit, &gate);
+            h.push_back(got.held);
+            if (got.socket.is_open()) p.push_back(got.peer);
+            gate = true;  // the second call may accept
+          }
+        }(listener, open_gate, held, peers));
+  io.run_for(2s);
+  REQUIRE(held.size() == 2);
+  CHECK(held[0]);  // refused: nothing accepted, the connection still queued
+  CHECK_FALSE(held[1]);
+  REQUIRE(peers.size() == 1);
+  CHECK(peers[0] == client.local_endpoint());  // the one that waited is the one taken
 }
 
 TEST_CASE("accept_nonblocking: a listener closed while it waits ends the wait with operation_aborted") {

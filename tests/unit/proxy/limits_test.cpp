@@ -49,6 +49,24 @@ TEST_CASE("pending handshakes count until judged") {
   CHECK(c.refused().empty());
 }
 
+TEST_CASE("full() names the daemon-wide cap reached, so the listeners stop accepting at it") {
+  limits_config l;
+  l.connections = 3;
+  l.pending_handshakes = 2;
+  limiter lim(l);
+  const limiter other_loop(lim);  // a copy shares the counters
+  CHECK(lim.full().empty());
+  auto a = lim.accept();
+  auto b = lim.accept();
+  CHECK(other_loop.full() == "pending_handshakes");
+  a.judged();
+  CHECK(other_loop.full().empty());
+  auto c = lim.accept();
+  c.judged();
+  b.judged();
+  CHECK(other_loop.full() == "connections");  // 3 open, none pending
+}
+
 TEST_CASE(
     "a session's pending handshakes are capped on their own: one session's silent connections leave the others room") {
   limits_config l;

@@ -68,6 +68,15 @@ TEST_CASE("*.suffix is any depth of subdomain, never the apex or a look-alike") 
   CHECK(p.decide(name("com"), 443).reason == reason::host_not_allowed);
 }
 
+TEST_CASE("*.suffix alone does not allow its apex") {
+  // The case above cannot show it: its policy allows github.com by a rule of its own.
+  auto s = compile("version: 1\npolicies:\n  p:\n    allow:\n      - host: \"*.github.com\"\n");
+  const auto& p = *s->find_policy("p");
+  CHECK(p.decide(name("api.github.com"), 443).verdict == verdict::allow);
+  CHECK(p.decide(name("github.com"), 443).reason == reason::host_not_allowed);
+  CHECK(p.decide(name("github.com"), any_port).reason == reason::host_not_allowed);
+}
+
 TEST_CASE("deny beats allow, on every port unless it lists ports") {
   auto s = compile(policy_yaml);
   const auto& p = *s->find_policy("p");

@@ -44,5 +44,5 @@ complete_words() { COMP_WORDS=("$AIRLOCK" "$@"); COMP_CWORD=$((${#COMP_WORDS[@]}
 [[ " $(complete_words run -- bas) " == *" bash "* ]] && ok "completion after 'run --' offers commands" ||
   bad "completion after 'run --': $(complete_words run -- bas)"
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, 0 skipped"
 [[ $failed -eq 0 ]]

@@ -62,6 +62,5 @@ expect "the same query from the first sandbox's address never reaches airlock" \
 expect "  the gateway dropped it at the reverse-path check" bash -c \
   "ip netns exec $GW nft list chain inet airlock_${P//-/_}_g2 antispoof | grep -Eq 'counter packets [1-9]'"
 
-kill "$AIRLOCK_PID"
-wait "$AIRLOCK_PID" || true
+world_stop_airlock
 check_summary

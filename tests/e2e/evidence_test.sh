@@ -162,8 +162,7 @@ reloads_counted() {
 expect "reloads are counted by result" reloads_counted
 
 # --- a full disk under the log -----------------------------------------------------------------
-kill "$AIRLOCK_PID"
-for _ in $(seq 100); do kill -0 "$AIRLOCK_PID" 2>/dev/null || break; sleep 0.05; done
+world_stop_airlock
 mkdir -p "$W/full"
 mount -t tmpfs -o size=64k tmpfs "$W/full"
 trap 'umount "$W/full" 2>/dev/null || true; world_down' EXIT
@@ -186,6 +185,56 @@ works_within() {
   done
   return 1
 }
+# dropped_settled: airlock_log_dropped_total once two reads 0.3 s apart agree (a failed write
+# adds its batch to it when it fails).
+dropped_settled() {
+  local a b
+  b=$(dropped)
+  for _ in $(seq 20); do
+    sleep 0.3
+    a=$b b=$(dropped)
+    [[ $a == "$b" ]] && break
+  done
+  echo "$b"
+}
+# log_dropped_lines FILE FROM TOTAL: the log_dropped lines of FILE past its first FROM lines
+# have the contract's shape exactly ({"ts":RFC 3339 with microseconds,"schema":2,
+# "event":"log_dropped","count":N}, compact, in that order, N > 0), and their counts add up
+# to TOTAL, the lines the daemon counted lost (waits, bounded, for the writer). With
+# --then-refusal, a limit:decision_log refusal is written after the first of them.
+log_dropped_lines() {
+  python3 - "$@" <<'PY'
+import json, re, sys, time
+args = sys.argv[1:]
+then_refusal = "--then-refusal" in args
+path, start, total = [a for a in args if a != "--then-refusal"]
+start, total = int(start), int(total)
+shape = re.compile(r'\{"ts":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z","schema":2,"event":"log_dropped","count":([1-9][0-9]*)\}')
+deadline = time.monotonic() + 5
+while True:
+    lines = open(path, encoding="utf-8").read().splitlines()[start:]
+    dropped = [(i, l) for i, l in enumerate(lines) if json.loads(l).get("event") == "log_dropped"]
+    counts = [json.loads(l)["count"] for _, l in dropped]
+    if (dropped and sum(counts) == total) or time.monotonic() > deadline:
+        break
+    time.sleep(0.2)
+problems = []
+for _, l in dropped:
+    print(l)
+    if not shape.fullmatch(l) or list(json.loads(l)) != ["ts", "schema", "event", "count"]:
+        problems.append(f"not the contract's shape: {l}")
+if not dropped:
+    problems.append("no log_dropped line")
+if total <= 0 or sum(counts) != total:
+    problems.append(f"the counts add up to {sum(counts)}, the daemon counted {total} lines lost")
+if then_refusal and dropped:
+    after = [json.loads(l) for l in lines[dropped[0][0] + 1:]]
+    if not any(o.get("reason") == "limit_exceeded" and "limit:decision_log" in (o.get("notes") or []) for o in after):
+        problems.append("no limit:decision_log refusal after the first log_dropped line")
+print("\n".join(problems) or f"{len(dropped)} log_dropped line(s), {total} lines in all")
+sys.exit(1 if problems else 0)
+PY
+}
 write_config "$W/full/decisions.jsonl" listed.airlock.test
 world_start_airlock -c "$W/airlock.yaml"
 fill_log_disk
@@ -196,23 +245,26 @@ expect "  as is a DNS query for it (REFUSED)" bash -c \
   "ip netns exec $SBX dig +time=2 +tries=1 @$GW_SBX_IP listed.airlock.test | grep -q 'status: REFUSED'"
 rm -f "$W/full/filler"
 expect "once the disk has room, the allowed name works again" works_within
-expect "  a log_dropped line reports the loss" \
-  python3 "$here/lib/decisions.py" "$W/full/decisions.jsonl" event=log_dropped
+lost=$(dropped_settled)
+expect "  log_dropped lines report the loss: the contract's fields, counts adding up to the $lost lost" \
+  log_dropped_lines "$W/full/decisions.jsonl" 0 "$lost" --then-refusal
 expect "  followed by the refusals that could be written, named limit:decision_log" \
   python3 "$here/lib/decisions.py" "$W/full/decisions.jsonl" verdict=deny reason=limit_exceeded \
   'notes~=limit:decision_log'
-kill "$AIRLOCK_PID"
-for _ in $(seq 100); do kill -0 "$AIRLOCK_PID" 2>/dev/null || break; sleep 0.05; done
+world_stop_airlock
 
 write_config "$W/full/decisions.jsonl" listed.airlock.test
 printf 'log:\n  decisions: %s\n  when_unwritable: pass\n' "$W/full/decisions.jsonl" >"$W/log-pass.yaml"
 sed -i '/^log:/,/^  decisions:/d' "$W/airlock.yaml" && cat "$W/log-pass.yaml" >>"$W/airlock.yaml"
+seen=$(wc -l <"$W/full/decisions.jsonl")
 world_start_airlock -c "$W/airlock.yaml"
 fill_log_disk
 expect "with log.when_unwritable: pass and the disk full, an allowed name still works" \
   body_is "origin says hello to listed.airlock.test" sbx_curl $(r listed) https://listed.airlock.test/
 expect_not "  and a denied one is still refused" sbx_curl $(r unlisted) https://unlisted.airlock.test/
 rm -f "$W/full/filler"
-kill "$AIRLOCK_PID"
-for _ in $(seq 100); do kill -0 "$AIRLOCK_PID" 2>/dev/null || break; sleep 0.05; done
+lost=$(dropped_settled)
+world_stop_airlock
+expect "  the lines it lost ($lost) are reported by log_dropped lines by the time it has stopped" \
+  log_dropped_lines "$W/full/decisions.jsonl" "$seen" "$lost"
 check_summary

@@ -27,8 +27,7 @@ expect "http works through the proxy port" body_is "origin says hello to allowed
   sbx_curl http://allowed.airlock.test/
 expect_not "https does not reach the proxy port: the rule sends :443 elsewhere" \
   sbx_curl --max-time 3 https://allowed.airlock.test/
-kill "$AIRLOCK_PID"
-wait "$AIRLOCK_PID" || true
+world_stop_airlock
 
 # 2. With the second listener, both work and are judged as before.
 sed -i 's|^  proxy: 0.0.0.0:15001$|  proxy: [0.0.0.0:15001, 0.0.0.0:15443]|' "$W/airlock.yaml"

@@ -87,8 +87,7 @@ opaque_checks ""
 
 # The same sandbox through TPROXY instead: no NAT, the accepted IPv6 socket keeps the
 # address the client meant. A fresh decision log, so every line below is this phase's.
-kill -TERM "$AIRLOCK_PID"
-wait "$AIRLOCK_PID" || true
+world_stop_airlock
 mv "$W/decisions.jsonl" "$W/decisions-redirect.jsonl"
 ip netns exec "$GW" nft delete table inet "airlock_${P}_g0"
 "$AIRLOCK" nft-rules --iface "$P-g0" --tproxy --proxy-port 15002 >"$W/tproxy.nft"

@@ -14,7 +14,7 @@ source "$here/lib/check.sh"
 world_up
 
 start_with() {  # start_with 'overload key: value'...: (re)start airlock watching memory so
-  [[ -n $AIRLOCK_PID ]] && { kill "$AIRLOCK_PID"; wait "$AIRLOCK_PID" 2>/dev/null || true; }
+  world_stop_airlock
   world_airlock_config pressure-sandbox <<<'      - host: listed.airlock.test'
   sed -i 's/^listen:$/listen:\n  admin: 127.0.0.1:9901/' "$W/airlock.yaml"
   { echo "timeouts:"; echo "  peek: 4s"; echo "overload:"; for kv in "$@"; do echo "  $kv"; done; } >>"$W/airlock.yaml"

@@ -86,6 +86,5 @@ echo:ping" upgrade 203.0.113.10 8080 ws.airlock.test
 expect "  logged as an allowed request, upgraded" line event=http name=ws.airlock.test \
   verdict=allow dst=203.0.113.10:8080 status=101 'notes~=upgraded'
 
-kill "$AIRLOCK_PID"
-wait "$AIRLOCK_PID" || true
+world_stop_airlock
 check_summary

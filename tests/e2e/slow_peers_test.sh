@@ -4,7 +4,8 @@
 # deadline (a byte does not push it back) and logged, while a fresh client is served.
 # Half-close is carried both ways with what follows it; a peer that vanishes is reaped by
 # the idle timeout and its descriptors are released; 3000 idle tunnels are all closed at
-# the idle timeout, each with its line. Timeouts are shortened by config.
+# the idle timeout, each with its line; airlock's memory under each load stays within bounds
+# (about twice what was measured). Timeouts are shortened by config.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 WORLD_RECORDS="listed.airlock.test 203.0.113.10
@@ -15,6 +16,13 @@ source "$here/lib/check.sh"
 world_up
 
 PEEK=2 IDLE=3 CLIENTS=2000 TUNNELS=3000
+# Memory bounds, each about twice the worst measured in runs of the dev build (ASan+UBSan,
+# the heaviest; 2026-12-06, nine runs, six for the RSS): RSS growth per trickling connection
+# 6815..13651 bytes, per idle tunnel 2140..11268 (noisy: the tunnels reuse what the
+# slowloris phase freed), RSS with the 3000 tunnels open 300332..321536 KiB (mostly ASan's
+# own, so that bound catches the whole process doubling, the two above a connection's share
+# doubling). Release builds use less.
+MAX_BYTES_PER_CLIENT=27000 MAX_BYTES_PER_TUNNEL=22500 MAX_RSS_KIB_TUNNELS=640000
 world_airlock_config slow-sandbox <<'EOF'
       - host: listed.airlock.test
       - host: tcp.airlock.test
@@ -23,6 +31,7 @@ EOF
 cat >>"$W/airlock.yaml" <<EOF
 limits:
   pending_handshakes: 2500
+  session_pending_handshakes: 0  # no per-session share: this one session is the whole load
 timeouts:
   peek: ${PEEK}s
   idle: ${IDLE}s
@@ -212,8 +221,11 @@ for _ in $(seq 600); do [[ -e $W/trickling ]] && break; sleep 0.05; done
 rss_during=$(rss_kib)
 started=$(date +%s%N)
 expect "while $CLIENTS connections trickle their first bytes, a fresh client is served" works
+per_client=$(((rss_during - rss_before) * 1024 / CLIENTS))
 echo "  (in $((($(date +%s%N) - started) / 1000000)) ms; airlock's RSS grew by $((rss_during - rss_before)) KiB" \
-  "with them open, $(((rss_during - rss_before) * 1024 / CLIENTS)) bytes each in this build)"
+  "with them open, $per_client bytes each in this build; RSS $rss_before -> $rss_during KiB)"
+expect "  airlock's memory per trickling connection stays under $MAX_BYTES_PER_CLIENT bytes ($per_client)" \
+  test "$per_client" -le "$MAX_BYTES_PER_CLIENT"
 wait "$slowloris" || true
 cat "$W/slowloris.json"
 expect "every trickling connection is closed" python3 -c '
@@ -264,9 +276,14 @@ cpu_before=$(awk '{ print $14 + $15 }' "/proc/$AIRLOCK_PID/stat")
 wait "$idlers" || true
 cpu_after=$(awk '{ print $14 + $15 }' "/proc/$AIRLOCK_PID/stat")
 cat "$W/idle.json"
+per_tunnel=$(((rss_holding - rss_before) * 1024 / TUNNELS))
 echo "  (airlock's RSS grew by $((rss_holding - rss_before)) KiB with $TUNNELS tunnels open," \
-  "$(((rss_holding - rss_before) * 1024 / TUNNELS)) bytes each in this build; it used" \
+  "$per_tunnel bytes each in this build, to $rss_holding KiB; it used" \
   "$(((cpu_after - cpu_before) * 10)) ms of CPU from then until all had closed)"
+expect "  airlock's memory per idle tunnel stays under $MAX_BYTES_PER_TUNNEL bytes ($per_tunnel)" \
+  test "$per_tunnel" -le "$MAX_BYTES_PER_TUNNEL"
+expect "  its RSS with $TUNNELS tunnels open stays under $MAX_RSS_KIB_TUNNELS KiB ($rss_holding)" \
+  test "$rss_holding" -le "$MAX_RSS_KIB_TUNNELS"
 expect "$TUNNELS idle tunnels are all closed" python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -207,7 +207,10 @@ expect "ssh-like TCP to an address learned from an allowed name's DNS answer wor
   body_is "SSH-2.0-airlock-e2e" world_tcp_probe 203.0.113.10 22
 expect "  its connect line: tcp, named from the DNS answer, allowed by the name's rule" \
   line event=connect proto=tcp dst=203.0.113.10:22 name=ssh.airlock.test verdict=allow reason=host_allowed upstream=203.0.113.10:22
-expect_not "the same address on a port the rule does not list is refused" world_tcp_probe 203.0.113.10 2222
+# A denied opaque connection is refused with a TCP reset, before any byte (speak.py prints
+# "reset" only when its first read fails with ECONNRESET; a FIN would be "closed").
+speak() { world_sbx timeout 15 python3 "$here/lib/speak.py" "$@"; }
+expect "the same address on a port the rule does not list is refused with a reset" body_is reset speak 203.0.113.10 2222 opaque
 expect "  its connect line: port_not_allowed, still named" \
   line event=connect proto=tcp dst=203.0.113.10:2222 name=ssh.airlock.test verdict=deny reason=port_not_allowed
 expect_not "an allowed port where nothing listens at the origin fails" world_tcp_probe 203.0.113.10 2223
@@ -217,7 +220,7 @@ expect "a connection the origin ends with a FIN ends with a FIN at the client" b
 expect "one the origin resets is reset at the client too, not ended cleanly" body_is reset world_tcp_ending 203.0.113.10 2224
 expect "  its connect line: allowed, and says the upstream reset it" \
   line event=close proto=tcp dst=203.0.113.10:2224 verdict=allow reason=host_allowed notes~=upstream_reset
-expect_not "ssh-like TCP to an address no DNS answer gave out is refused" world_tcp_probe $ATTACKER_IP 22
+expect "ssh-like TCP to an address no DNS answer gave out is refused with a reset" body_is reset speak $ATTACKER_IP 22 opaque
 expect "  its connect line: no_name" line event=connect proto=tcp dst=$ATTACKER_IP:22 verdict=deny reason=no_name
 
 # 8. Nothing ever reached the attacker, and the log is well-formed and complete.

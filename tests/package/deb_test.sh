@@ -63,8 +63,11 @@ expect "/etc/airlock/policy.yaml is a conffile" \
 
 expect "it installs" dpkg -i "$deb"
 installed=1
-[[ -z $had_group ]] || echo "     (group airlock existed before: the next check cannot fail)"
-expect "  group airlock exists after it (systemd-sysusers)" getent group airlock
+if [[ -z $had_group ]]; then
+  expect "  group airlock exists after it (systemd-sysusers)" getent group airlock
+else
+  skip "  group airlock exists after it (systemd-sysusers)" "the group existed before: the check could not fail"
+fi
 expect "  /run/netns exists after it" test -d /run/netns
 expect "  airlock check passes on the installed policy" /usr/bin/airlock check -c /etc/airlock/policy.yaml
 unit=$(ls /usr/lib/systemd/system/airlock.service /lib/systemd/system/airlock.service 2>/dev/null | head -1)

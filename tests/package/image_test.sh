@@ -116,6 +116,6 @@ if command -v kubectl >/dev/null; then
   expect "kubectl kustomize renders deploy/kubernetes (8 objects)" \
     bash -c "[[ \$(kubectl kustomize '$src/deploy/kubernetes' | grep -c '^kind:') -ge 8 ]]"
 else
-  echo "skip kubectl kustomize: no kubectl here (not a Debian 12 package)"
+  skip "kubectl kustomize renders deploy/kubernetes (8 objects)" "no kubectl here (not a Debian 12 package)"
 fi
 check_summary

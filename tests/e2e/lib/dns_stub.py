@@ -2,6 +2,7 @@
 the test reads, a query's parse, a reply's header, and reading a TCP frame."""
 import struct
 import threading
+import time
 
 
 class Log:
@@ -58,3 +59,11 @@ def recv_exact(c, n):
             return None
         data += more
     return data
+
+
+def serve(server, log, seconds):
+    """Runs server.serve_udp and server.serve_tcp, says "ready", and stops after SECONDS."""
+    threading.Thread(target=server.serve_udp, daemon=True).start()
+    threading.Thread(target=server.serve_tcp, daemon=True).start()
+    log("ready")
+    time.sleep(seconds)

@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 
-from dns_stub import Log, header, parse_query, recv_exact
+from dns_stub import Log, header, parse_query, recv_exact, serve
 
 TYPES = {1: "A", 28: "AAAA", 65: "HTTPS"}
 
@@ -191,15 +191,11 @@ class Server:
         c.close()
 
 
-
 def main():
     log_path, mode_file, seconds, addr, good, wrong = sys.argv[1:7]
     log = Log(log_path)
     server = Server(log, mode_file, addr, good, wrong)
-    threading.Thread(target=server.serve_udp, daemon=True).start()
-    threading.Thread(target=server.serve_tcp, daemon=True).start()
-    log("ready")
-    time.sleep(float(seconds))
+    serve(server, log, float(seconds))
 
 
 if __name__ == "__main__":

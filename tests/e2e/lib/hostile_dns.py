@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 
-from dns_stub import Log, encode_name, header, parse_query, recv_exact
+from dns_stub import Log, encode_name, header, parse_query, recv_exact, serve
 
 ZONE = "hostile.test"
 TTL = 300
@@ -216,15 +216,11 @@ class Server:
         c.close()
 
 
-
 def main():
     log_path, seconds, addr, other_addr, good, poison = sys.argv[1:7]
     log = Log(log_path)
     server = Server(log, addr, other_addr, good, poison)
-    threading.Thread(target=server.serve_udp, daemon=True).start()
-    threading.Thread(target=server.serve_tcp, daemon=True).start()
-    log("ready")
-    time.sleep(float(seconds))
+    serve(server, log, float(seconds))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,26 @@
 using airlock::launcher::gateway_rules;
 using airlock::launcher::render;
 
+namespace {
+
+// The rules of chain `name`, in order, each without its indentation.
+std::vector<std::string> chain_rules(const std::string& table, const std::string& name) {
+  std::vector<std::string> rules;
+  std::istringstream in(table);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    const auto start = line.find_first_not_of(' ');
+    const std::string rule = start == std::string::npos ? "" : line.substr(start);
+    if (rule == "chain " + name + " {") inside = true;
+    else if (inside && rule == "}") break;
+    else if (inside && !rule.starts_with("type ")) rules.push_back(rule);
+  }
+  return rules;
+}
+
+}  // namespace
+
 TEST_CASE("the gateway table redirects DNS and TCP and drops everything else") {
   gateway_rules g;
   g.iface = "al-g0";
@@ -16,15 +36,28 @@ TEST_CASE("the gateway table redirects DNS and TCP and drops everything else") {
   REQUIRE(r.has_value());
   const std::string& t = *r;
   CHECK(t.starts_with("table inet airlock_al_g0 {\n"));
-  // DNS before the catch-all TCP redirect, so TCP 53 reaches the DNS server.
-  CHECK(t.find("iifname \"al-g0\" udp dport 53 redirect to :15053") < t.find("meta l4proto tcp redirect to :15001"));
-  CHECK(t.find("iifname \"al-g0\" tcp dport 53 redirect to :15053") < t.find("meta l4proto tcp redirect to :15001"));
-  CHECK(t.find("ct status dnat tcp dport 15001 accept") != std::string::npos);
-  CHECK(t.find("iifname \"al-g0\" counter drop") != std::string::npos);
-  // Only neighbour discovery passes unredirected, so IPv6 can reach the gateway at all.
-  CHECK(t.find("icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept") <
-        t.find("iifname \"al-g0\" counter drop"));
-  CHECK(t.find("oifname \"al-g0\" counter drop") != std::string::npos);
+  // Each chain whole and in order. DNS before the catch-all TCP redirect, so TCP 53 reaches
+  // the DNS server.
+  CHECK(chain_rules(t, "prerouting") == std::vector<std::string>{
+                                            "iifname \"al-g0\" udp dport 53 redirect to :15053",
+                                            "iifname \"al-g0\" tcp dport 53 redirect to :15053",
+                                            "iifname \"al-g0\" meta l4proto tcp redirect to :15001",
+                                        });
+  // Nothing from the sandbox reaches the gateway itself but what was redirected to airlock's
+  // two ports, and neighbour discovery (IPv6 could not reach the gateway at all without it);
+  // the drop ends the chain, so nothing after it can open anything.
+  CHECK(chain_rules(t, "input") ==
+        std::vector<std::string>{
+            "iifname \"al-g0\" ct status dnat tcp dport 15001 accept",
+            "iifname \"al-g0\" ct status dnat meta l4proto { tcp, udp } th dport 15053 accept",
+            "iifname \"al-g0\" icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept",
+            "iifname \"al-g0\" counter drop",
+        });
+  // And nothing is forwarded either way: no accept at all.
+  CHECK(chain_rules(t, "forward") == std::vector<std::string>{
+                                         "iifname \"al-g0\" counter drop",
+                                         "oifname \"al-g0\" counter drop",
+                                     });
 }
 
 TEST_CASE("the TPROXY variant diverts TCP unchanged, still redirects DNS, and admits only what it marked") {
@@ -40,10 +73,23 @@ TEST_CASE("the TPROXY variant diverts TCP unchanged, still redirects DNS, and ad
   CHECK(t.find("iifname \"al-g0\" meta nfproto ipv4 tcp dport != 53 tproxy ip to :15002 meta mark set 0x1a1 accept") !=
         std::string::npos);
   CHECK(t.find("tproxy ip6 to :15002") != std::string::npos);
-  CHECK(t.find("iifname \"al-g0\" udp dport 53 redirect to :15053") != std::string::npos);
   CHECK(t.find("redirect to :15002") == std::string::npos);  // TCP is never NATed
-  CHECK(t.find("meta mark 0x1a1 meta l4proto tcp accept") < t.find("iifname \"al-g0\" counter drop"));
-  CHECK(t.find("oifname \"al-g0\" counter drop") != std::string::npos);
+  CHECK(chain_rules(t, "prerouting") == std::vector<std::string>{
+                                            "iifname \"al-g0\" udp dport 53 redirect to :15053",
+                                            "iifname \"al-g0\" tcp dport 53 redirect to :15053",
+                                        });
+  // Only what the divert chain marked (TCP on its way to airlock's listener) and DNS pass.
+  CHECK(chain_rules(t, "input") ==
+        std::vector<std::string>{
+            "iifname \"al-g0\" meta mark 0x1a1 meta l4proto tcp accept",
+            "iifname \"al-g0\" ct status dnat meta l4proto { tcp, udp } th dport 15053 accept",
+            "iifname \"al-g0\" icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 accept",
+            "iifname \"al-g0\" counter drop",
+        });
+  CHECK(chain_rules(t, "forward") == std::vector<std::string>{
+                                         "iifname \"al-g0\" counter drop",
+                                         "oifname \"al-g0\" counter drop",
+                                     });
 }
 
 TEST_CASE("an HTTPS port keeps :443 on a listener of its own, and is admitted like the proxy port") {
@@ -54,8 +100,14 @@ TEST_CASE("an HTTPS port keeps :443 on a listener of its own, and is admitted li
   REQUIRE(r.has_value());
   const std::string& t = *r;
   // Before the catch-all, which takes every other port.
-  CHECK(t.find("iifname \"al-g0\" tcp dport 443 redirect to :15443") < t.find("meta l4proto tcp redirect to :15001"));
-  CHECK(t.find("ct status dnat tcp dport { 15001, 15443 } accept") != std::string::npos);
+  CHECK(chain_rules(t, "prerouting") == std::vector<std::string>{
+                                            "iifname \"al-g0\" udp dport 53 redirect to :15053",
+                                            "iifname \"al-g0\" tcp dport 53 redirect to :15053",
+                                            "iifname \"al-g0\" tcp dport 443 redirect to :15443",
+                                            "iifname \"al-g0\" meta l4proto tcp redirect to :15001",
+                                        });
+  CHECK(chain_rules(t, "input").front() == "iifname \"al-g0\" ct status dnat tcp dport { 15001, 15443 } accept");
+  CHECK(chain_rules(t, "input").back() == "iifname \"al-g0\" counter drop");
 
   g.https_port = 15001;
   CHECK_FALSE(render(g).has_value());  // the same port would mix them again
@@ -97,26 +149,6 @@ TEST_CASE("before anything else, the sandbox's link drops what does not route ba
     CHECK(before_divert);
   }
 }
-
-namespace {
-
-// The rules of chain `name`, in order, each without its indentation.
-std::vector<std::string> chain_rules(const std::string& table, const std::string& name) {
-  std::vector<std::string> rules;
-  std::istringstream in(table);
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    const auto start = line.find_first_not_of(' ');
-    const std::string rule = start == std::string::npos ? "" : line.substr(start);
-    if (rule == "chain " + name + " {") inside = true;
-    else if (inside && rule == "}") break;
-    else if (inside && !rule.starts_with("type ")) rules.push_back(rule);
-  }
-  return rules;
-}
-
-}  // namespace
 
 TEST_CASE("the sidecar table: airlock's uid goes out as it is, the rest's TCP and DNS go to airlock, nothing else") {
   airlock::launcher::sidecar_rules s;

@@ -1,5 +1,6 @@
 #include "dns/tcp_frames.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace airlock::dns {
@@ -18,6 +19,8 @@ std::span<std::byte> tcp_frame_buffer::space() noexcept {
     end_ -= begin_;
     begin_ = 0;
   }
+  if (end_ == bytes_.size() && bytes_.size() < max_tcp_frame)  // full of one frame's part
+    bytes_.resize(std::min(max_tcp_frame, 2 * bytes_.size()));
   return std::span(bytes_).subspan(end_);
 }
 

@@ -27,11 +27,13 @@ inline constexpr std::size_t max_tcp_frame = 2 + 65535;
 tcp_frame next_tcp_frame(std::span<const std::byte> buffered) noexcept;
 
 // A connection's read buffer: bytes go in at space() (then filled()), frames come out of
-// next() in order. Its size bounds what one connection holds: one largest frame, which
-// always fits once the frames before it are taken.
+// next() in order. It starts small (a query is a few dozen bytes) and grows as a frame
+// needs, to one largest frame at most, which always fits once the frames before it are
+// taken: a connection holds no more than that.
 class tcp_frame_buffer {
  public:
-  tcp_frame_buffer() : bytes_(max_tcp_frame) {}
+  static constexpr std::size_t initial_size = 1024;
+  tcp_frame_buffer() : bytes_(initial_size) {}
 
   // Where to read into; never empty while next() answers need_more.
   std::span<std::byte> space() noexcept;

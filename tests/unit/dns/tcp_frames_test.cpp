@@ -100,3 +100,22 @@ TEST_CASE("tcp frame buffer: a largest frame fits after the frames before it are
   CHECK(messages == 2);
   CHECK(!frames.holding());
 }
+
+TEST_CASE("tcp frame buffer: starts small and grows only as a frame needs, to one largest frame") {
+  airlock::dns::tcp_frame_buffer frames;
+  CHECK(frames.space().size() == airlock::dns::tcp_frame_buffer::initial_size);
+  std::size_t most = 0;
+  std::string big("\xff\xff", 2);
+  big.append(65535, 'x');
+  std::size_t at = 0;
+  while (at < big.size()) {
+    auto room = frames.space();
+    most = std::max(most, at + room.size());
+    const auto n = std::min(room.size(), big.size() - at);
+    std::memcpy(room.data(), big.data() + at, n);
+    frames.filled(n);
+    at += n;
+  }
+  CHECK(frames.next().what == tcp_frame::kind::message);
+  CHECK(most <= airlock::dns::max_tcp_frame);
+}

@@ -87,12 +87,13 @@ void endpoint_text(std::string& out, const boost::asio::ip::address& a, std::uin
   out.assign(buf, p);
 }
 
-// A reply for a packet whose question did not parse: FORMERR when at least the header
-// is readable and it claims to be a query, silence otherwise (never answer a response).
-std::optional<std::string> formerr_for(std::span<const std::byte> packet) {
+// A reply for a packet whose question did not parse, when at least the header is readable
+// and it claims to be a query (never answer a response): NOTIMP for an opcode airlock does
+// not implement (NOTIFY, UPDATE: RFC 1035 4.1.1), FORMERR for the rest; silence otherwise.
+std::optional<std::string> error_for(std::span<const std::byte> packet, wire::rcode rc) {
   auto hdr = wire::parse_header(packet);
   if (!hdr.has_value() || hdr->qr()) return std::nullopt;
-  return wire::build_error(*hdr, wire::rcode::formerr);
+  return wire::build_error(*hdr, rc);
 }
 
 }  // namespace
@@ -174,8 +175,9 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
   auto parsed = wire::parse_query(packet);
   if (!parsed.has_value()) {
     rec.reason = reason::dns_malformed;
-    reply_ = formerr_for(packet);
-    rec.rcode = reply_ ? "FORMERR" : "";
+    const auto rc = parsed.error() == wire::parse_error::bad_opcode ? wire::rcode::notimp : wire::rcode::formerr;
+    reply_ = error_for(packet, rc);
+    rec.rcode = reply_ ? rcode_name(static_cast<std::uint8_t>(rc)) : "";
     return true;
   }
   wire::query& q = *parsed;

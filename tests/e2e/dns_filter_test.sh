@@ -180,6 +180,8 @@ for port, (name, pkt) in sent.items():
         want = rcodes.get(got[0][3] & 0x0F) if got and len(got[0]) >= 4 else None
         if (l.get("rcode") or None) != want:
             bad.append(f"{name}: its line's rcode {l.get('rcode')!r}, the client got {want!r}")
+    if name == "opcode update" and [r[3] & 0x0F for r in got if len(r) >= 4] != [4]:
+        bad.append(f"{name}: not answered NOTIMP (an opcode airlock does not implement)")
 if bad:
     print("\n".join(bad))
     sys.exit(1)

@@ -4,10 +4,12 @@
 # sandbox B (its own namespace, its own session) meanwhile fetches an allowed page and
 # resolves an allowed name twice a second. With the shipped defaults (each session's share:
 # 500 pending handshakes, 5,000 connections, 200 queries a second) B is never refused and
-# never waits past 3 s, and A's excess is refused under A's name. The same flood with the
+# never waits a second, and A's excess is refused under A's name. The same flood with the
 # shares set to 0 is the control: A then fills the daemon-wide pending_handshakes, the
 # listeners stop accepting, and B's connections wait behind A's for seconds (or fail), so
-# the check above is one that can fail.
+# the check above is one that can fail. One threshold serves both rounds: B's slowest was
+# under 100 ms with the shares and 1.9 s to 7 s without them; how long the control waits
+# depends on the machine, so it is not asked to wait longer than it must to count.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 WORLD_RECORDS="ok.airlock.test 203.0.113.10"
@@ -73,6 +75,7 @@ flood_round() {
   cat "$W/flood-$1.out" "$W/probe-$1.out"
 }
 worst_ms() { awk '{ if ($3 > m) m = $3 } END { print m + 0 }' "$1"; }
+starve_ms=1000
 
 world_start_airlock -c "$W/airlock.yaml"
 expect "B fetches through airlock before any flood" \
@@ -84,8 +87,8 @@ expect "with the default shares, every one of B's fetches and lookups succeeded"
   test "$(grep -c FAIL "$W/probe-shares.out" || true)" = 0
 expect "  and there were at least 8 of each" \
   test "$(grep -c '^curl OK' "$W/probe-shares.out")" -ge 8 -a "$(grep -c '^dig OK' "$W/probe-shares.out")" -ge 8
-expect "  none took 3 s or more (slowest: $(worst_ms "$W/probe-shares.out") ms)" \
-  test "$(worst_ms "$W/probe-shares.out")" -lt 3000
+expect "  none took $starve_ms ms or more (slowest: $(worst_ms "$W/probe-shares.out") ms)" \
+  test "$(worst_ms "$W/probe-shares.out")" -lt $starve_ms
 expect "A's excess connections were refused under A's name (limit:session_pending_handshakes)" \
   line event=connect session=sandbox-a reason=limit_exceeded notes~=limit:session_pending_handshakes
 expect "A's excess queries were refused under A's name (rate)" \
@@ -98,8 +101,8 @@ world_stop_airlock
 mv "$W/decisions.jsonl" "$W/decisions-shares.jsonl"
 world_start_airlock -c "$W/shares-off.yaml"
 flood_round off
-expect "with the shares off, B starves: a fetch refused or waiting 3 s or more (slowest: $(worst_ms "$W/probe-off.out") ms, $(grep -c FAIL "$W/probe-off.out" || true) failed)" \
-  bash -c "grep -q FAIL '$W/probe-off.out' || test \"$(worst_ms "$W/probe-off.out")\" -ge 3000"
+expect "with the shares off, B starves: a fetch refused or waiting $starve_ms ms or more (slowest: $(worst_ms "$W/probe-off.out") ms, $(grep -c FAIL "$W/probe-off.out" || true) failed)" \
+  bash -c "grep -q FAIL '$W/probe-off.out' || test \"$(worst_ms "$W/probe-off.out")\" -ge $starve_ms"
 expect "  behind A's handshakes, at the daemon-wide cap (the listeners paused)" \
   grep -q 'at limits.pending_handshakes: new connections wait' "$W/airlock.stderr"
 check_summary

@@ -9,6 +9,7 @@ int run_test_command(args a);
 int run_ca_command(args a);
 int run_nft_rules_command(args a);
 int run_explain_command(args a);
+int run_tail_command(args a);
 int run_suggest_command(args a);
 int run_run_command(args a);
 int run_gc_command(args a);
@@ -132,6 +133,25 @@ Options:
 
 Exit status: 0 when the session has lines in the log, 1 when it has none, 2 for bad
 arguments or a log that cannot be read.
+)";
+
+constexpr std::string_view tail_help = R"(Usage: airlock tail [--session ID] [--deny] [--json] [--control PATH]
+
+Prints the running daemon's decisions as they are made, until interrupted: one line
+each, the time and the session first, then the step as 'airlock explain' shows it
+(verdict, reason, rule, process, tool call). Denials are marked DENY (AUDIT-DENY in
+audit mode); colour only on a terminal, and never with NO_COLOR set. A reader slower
+than the decisions loses lines; how many is said on stderr, where they were lost.
+
+Options:
+      --session ID    only this session's lines
+      --deny          only denials (deny and audit-deny; a connection cut by a budget too)
+      --json          each decision's log line as written (the decision log's format)
+      --control PATH  the daemon's control socket (default /run/airlock/control.sock)
+  -h, --help          this text
+
+Exit status: 0 when the output was closed (a pager quit), 1 when the daemon cannot be
+reached or ends the stream (it stopped), 2 for bad arguments.
 )";
 
 constexpr std::string_view suggest_help = R"(Usage: airlock suggest [--log FILE] SESSION
@@ -280,6 +300,7 @@ constexpr command table[] = {
     {"ca", "create the local CA for TLS inspection", ca_help, run_ca_command},
     {"nft-rules", "print the nftables rules of a gateway or a sidecar", nft_rules_help, run_nft_rules_command},
     {"explain", "tell a session's story from the decision log", explain_help, run_explain_command},
+    {"tail", "watch the daemon's decisions as they are made", tail_help, run_tail_command},
     {"suggest", "suggest the policy a session needed, from the decision log", suggest_help, run_suggest_command},
     {"run", "run a command in a sandbox whose only way out is airlock", run_help, run_run_command},
     {"gc", "remove what killed 'airlock run's left behind", gc_help, run_gc_command},

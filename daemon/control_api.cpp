@@ -1,5 +1,7 @@
 #include "daemon/control_api.hpp"
 
+#include "daemon/decision_stream.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -102,7 +104,16 @@ http_response handle(control_hooks& h, const http_request& req) {
     return ok(200, json::object{{"active_connections", s.active_connections},
                                 {"sessions", s.sessions},
                                 {"log_queue_depth", s.log_queue_depth},
-                                {"log_dropped_total", s.log_dropped_total}});
+                                {"log_dropped_total", s.log_dropped_total},
+                                {"decision_watchers", s.decision_watchers}});
+  }
+  if (target == "/v1/decisions") {
+    if (m != "GET") return json_error(405, "use GET on /v1/decisions");
+    auto filter = parse_decisions_query(req.target);
+    if (!filter.has_value()) return json_error(400, filter.error());
+    http_response streamed{200, "application/x-ndjson", {}};
+    streamed.stream = h.decisions(std::move(*filter));
+    return streamed;
   }
   if (target == "/v1/reload" && m == "POST") {
     auto snap = h.reload();

@@ -11,11 +11,14 @@
 //   DELETE /v1/sessions/ID            -> its totals (and a session close line in the log)
 //   PUT    /v1/sessions/ID/context    {"tool_call"?: S, "labels"?: {K: V}}
 //   POST   /v1/reload                 -> {"policy_version", "rules"} or 422 {"error", "errors": [FILE:LINE:COL: ...]}
-//   GET    /v1/stats                  active connections, sessions, log queue and drops
+//   GET    /v1/stats                  active connections, sessions, log queue and drops, watchers
+//   GET    /v1/decisions?session=ID&deny=1   decisions as they are made, one JSON line each,
+//                                     chunked until the client goes (decision_stream.hpp)
 #include "base/result.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/session_registry.hpp"
+#include "record/decision_feed.hpp"
 
 #include <functional>
 
@@ -26,6 +29,7 @@ struct control_hooks {
   std::function<registry_result<std::shared_ptr<const policy::snapshot>>()> reload;
   std::function<std::string()> info_json;  // the body of GET /v1/info
   std::function<metrics_sample()> sample;
+  std::function<std::shared_ptr<body_stream>(record::feed_filter)> decisions;
 };
 
 http_handler make_control_handler(control_hooks hooks);

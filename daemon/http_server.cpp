@@ -4,7 +4,10 @@
 #include "base/json_string.hpp"
 #include "base/spawn.hpp"
 
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -20,6 +23,32 @@ namespace {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
+
+// A streamed answer: the head, then each piece as a chunk until the stream ends or a write
+// does not complete within the limit (a client gone, or not reading).
+template <typename Socket>
+asio::awaitable<void> send_stream(Socket& socket, http_response& answer, const http_limits& limits) {
+  http::response<http::empty_body> res{static_cast<http::status>(answer.status), 11};
+  res.set(http::field::server, "airlock");
+  res.set(http::field::content_type, answer.content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.keep_alive(false);
+  res.chunked(true);
+  http::response_serializer<http::empty_body> head{res};
+  auto written = co_await base::with_deadline(http::async_write_header(socket, head, base::nothrow), limits.read_limit);
+  if (!written || std::get<0>(*written)) co_return;
+  for (;;) {
+    auto piece = co_await answer.stream->next();
+    if (!piece || piece->empty()) {
+      co_await base::with_deadline(asio::async_write(socket, http::make_chunk_last(), base::nothrow),
+                                   limits.read_limit);
+      co_return;
+    }
+    auto sent = co_await base::with_deadline(
+        asio::async_write(socket, http::make_chunk(asio::buffer(*piece)), base::nothrow), limits.read_limit);
+    if (!sent || std::get<0>(*sent)) co_return;
+  }
+}
 
 // One connection: read a request, answer it, until the peer closes, stays silent past
 // the limit, or asks to close.
@@ -50,6 +79,10 @@ asio::awaitable<void> serve_connection(Socket socket, std::shared_ptr<const http
       } catch (const std::exception& e) {
         answer = json_error(500, std::string("internal error: ") + e.what());
       }
+    }
+    if (answer.stream) {
+      co_await send_stream(socket, answer, limits);
+      co_return;
     }
     http::response<http::string_body> res{static_cast<http::status>(answer.status), 11};
     res.set(http::field::server, "airlock");

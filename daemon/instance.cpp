@@ -93,6 +93,7 @@ std::optional<startup_error> open_decision_log(parts_t& p) {
   auto log = record::decision_log::open(p.log_path);
   if (!log.has_value()) return cannot_open(log.error());
   p.log = std::move(*log);
+  p.feed = std::make_unique<record::decision_feed>(*p.log);
   return std::nullopt;
 }
 
@@ -101,7 +102,7 @@ std::optional<startup_error> open_policy_store_and_sessions(parts_t& p) {
   auto empty = policy::snapshot::compile(policy::config{});
   if (!empty.has_value()) return cannot_open("internal error: empty policy does not compile");
   p.policies = std::make_unique<policy::store>(std::move(*empty));
-  p.sessions = std::make_unique<session_registry>(*p.policies, *p.log, p.stats);
+  p.sessions = std::make_unique<session_registry>(*p.policies, *p.feed, p.stats);
   return std::nullopt;
 }
 

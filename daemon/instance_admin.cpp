@@ -1,6 +1,7 @@
 // The instance as its operators see it: the admin port (/metrics, /healthz) and what the
 // control socket's routes (control_api.cpp) ask of the instance: its info, its stats, a reload.
 #include "daemon/control_api.hpp"
+#include "daemon/decision_stream.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/instance_parts.hpp"
 
@@ -17,6 +18,7 @@ metrics_sample instance::parts::sample() const {
   out.memory_pressure = overload.pressure();
   out.accept_pauses = accept_pauses.load();
   out.accept_paused_us = accept_paused_us.load();
+  out.decision_watchers = feed->watchers();
   if (minter) {
     out.leaf_hits = minter->hits();
     out.leaf_minted = minter->misses();
@@ -69,9 +71,13 @@ void start_admin_and_control(parts_t& r) {
     co_spawn(r.io, serve_http(a, [&r](const http_request& req) { return admin(r, req); }), report("admin listener"));
   if (r.control)
     co_spawn(r.io,
-             serve_http(r.control->acceptor, make_control_handler(control_hooks{*r.sessions, [&r] { return reload(r); },
-                                                                                [&r] { return info_json(r); },
-                                                                                [&r] { return r.sample(); }})),
+             serve_http(r.control->acceptor,
+                        make_control_handler(control_hooks{*r.sessions, [&r] { return reload(r); },
+                                                           [&r] { return info_json(r); }, [&r] { return r.sample(); },
+                                                           [&r](record::feed_filter f) {
+                                                             return stream_decisions(r.io.get_executor(), *r.feed,
+                                                                                     std::move(f));
+                                                           }})),
              report("control listener"));
 }
 

@@ -24,6 +24,7 @@
 #include "policy/snapshot.hpp"
 #include "policy/store.hpp"
 #include "proxy/connection.hpp"
+#include "record/decision_feed.hpp"
 #include "record/decision_log.hpp"
 
 #include <boost/asio/generic/seq_packet_protocol.hpp>
@@ -105,6 +106,7 @@ struct instance::parts {
   // loop is declared after it. The registry closes the sessions as it goes, after the
   // loops: their totals include those lines.
   std::unique_ptr<record::decision_log> log;
+  std::unique_ptr<record::decision_feed> feed;  // in front of the log: what the control API streams
   metrics stats;
   std::unique_ptr<policy::store> policies;
   std::unique_ptr<session_registry> sessions;

@@ -40,6 +40,7 @@ struct metrics_sample {
   // Listeners that stopped accepting at a daemon-wide cap: how often, for how long in all.
   std::uint64_t accept_pauses = 0;
   std::uint64_t accept_paused_us = 0;
+  std::size_t decision_watchers = 0;  // live streams of GET /v1/decisions (`airlock tail`)
 };
 
 class metrics {

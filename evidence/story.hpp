@@ -8,6 +8,7 @@
 #include <boost/json/value.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,20 @@ struct text_options {
   bool colour = false;  // ANSI colours (only for a terminal)
 };
 std::string render_text(const story& s, text_options o = {});
+
+class text_renderer;
+// Lines one at a time, as they happen (`airlock tail`): each as `explain` heads its step,
+// with the session after the time and the step's details after it on the same line. The
+// date is said when it changes, the tool call likewise: it keeps what it last said.
+class line_renderer {
+ public:
+  explicit line_renderer(text_options o = {});
+  ~line_renderer();
+  std::string render(const record::event& e);  // one line, with its newline
+
+ private:
+  std::unique_ptr<text_renderer> impl_;
+};
 // The same tree: {"session", "log", "policy", "labels", "steps": [{"line": <the log line
 // as written>, "name", "name_from_dns", "lineage", "children": [...]}], "totals", ...}.
 boost::json::value to_json(const story& s);

@@ -51,6 +51,9 @@ std::string describe(const totals& t) {
   return out;
 }
 
+}  // namespace
+
+// Declared in the header only so line_renderer can keep one; used nowhere else.
 class text_renderer {
  public:
   explicit text_renderer(text_options o) : o_(o) {}
@@ -144,9 +147,25 @@ class text_renderer {
     return out;
   }
 
-  std::string header(const step& s) {
+  std::string header(const step& s) { return time_of(s.ev, false) + " " + what(s); }
+
+ public:
+  // One line as it happens: the time, the session, what, and the details after it.
+  std::string line(const event& e) {
+    one_line_ = true;
+    step s;
+    s.ev = e;
+    s.name = e.name;
+    std::string out = time_of(e, false) + " " + printable(e.session.empty() ? "-" : e.session) + " " + what(s);
+    for (const auto& d : details(s)) out += "; " + d;
+    return out + "\n";
+  }
+
+ private:
+  // The step without its time: "dns A name -> answers", "connect tls name dst"...
+  std::string what(const step& s) {
     const auto& e = s.ev;
-    std::string out = time_of(e, false) + " ";
+    std::string out;
     switch (e.kind) {
       case event_kind::session:
         out += "session " + printable(e.action);
@@ -216,7 +235,9 @@ class text_renderer {
       tool_call_ = e.tool_call;
       if (!e.tool_call.empty()) lines.push_back("tool call " + printable(e.tool_call));
     }
-    if (e.kind == event_kind::close || (e.kind == event_kind::connect && !s.closed)) {
+    // One line at a time, a connection's decision says nothing of what came after it: that
+    // is its close line's, to come.
+    if (e.kind == event_kind::close || (e.kind == event_kind::connect && !s.closed && !one_line_)) {
       // Since log schema 2 an allowed connection's totals are on its close line; its
       // decision line's duration is how long deciding took.
       if (e.kind == event_kind::connect && !e.denied() && e.line.contains("schema"))
@@ -253,13 +274,16 @@ class text_renderer {
   }
 
   text_options o_;
+  bool one_line_ = false;  // line(): each event alone, not a story's tree
   std::string out_;
   std::string last_date_;
   std::string tool_call_;
 };
 
-}  // namespace
-
 std::string render_text(const story& s, text_options o) { return text_renderer(o).render(s); }
+
+line_renderer::line_renderer(text_options o) : impl_(std::make_unique<text_renderer>(o)) {}
+line_renderer::~line_renderer() = default;
+std::string line_renderer::render(const record::event& e) { return impl_->line(e); }
 
 }  // namespace airlock::evidence

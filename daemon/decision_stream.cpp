@@ -1,0 +1,114 @@
+#include "daemon/decision_stream.hpp"
+
+#include "base/deadline.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace airlock::daemon {
+
+namespace asio = boost::asio;
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX decoded; nothing when an escape is cut short or not hexadecimal.
+std::optional<std::string> percent_decoded(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+class decision_stream final : public body_stream {
+ public:
+  decision_stream(asio::any_io_executor ex, std::chrono::steady_clock::duration heartbeat)
+      : wait_(std::move(ex)), heartbeat_(heartbeat) {}
+
+  static std::shared_ptr<decision_stream> open(asio::any_io_executor ex, record::decision_feed& feed,
+                                               record::feed_filter f, std::chrono::steady_clock::duration heartbeat) {
+    auto s = std::make_shared<decision_stream>(ex, heartbeat);
+    // Called on whichever loop made the decision: the wait is this loop's to end.
+    s->subscription_ = feed.subscribe(std::move(f), [ex, weak = std::weak_ptr<decision_stream>(s)] {
+      asio::post(ex, [weak] {
+        if (auto alive = weak.lock()) alive->wait_.cancel();
+      });
+    });
+    return s;
+  }
+
+  asio::awaitable<std::optional<std::string>> next() override {
+    for (;;) {
+      std::uint64_t dropped = 0;
+      std::string lines = subscription_->take(dropped);
+      if (dropped) lines.insert(0, "{\"event\":\"tail_dropped\",\"lines\":" + std::to_string(dropped) + "}\n");
+      if (!lines.empty()) co_return lines;
+      // take() armed the wake-up, and nothing runs on this loop before the wait begins:
+      // a line from now on ends it.
+      wait_.expires_after(heartbeat_);
+      auto [ec] = co_await wait_.async_wait(base::nothrow);
+      if (!ec) co_return std::string("\n");
+    }
+  }
+
+ private:
+  asio::steady_timer wait_;
+  const std::chrono::steady_clock::duration heartbeat_;
+  std::shared_ptr<record::feed_subscription> subscription_;
+};
+
+}  // namespace
+
+base::result<record::feed_filter> parse_decisions_query(std::string_view target) {
+  record::feed_filter f;
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return f;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    const std::string_view key = pair.substr(0, eq);
+    auto value = percent_decoded(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    if (!value) return base::fail<record::feed_filter>(std::string(key) + ": a %-escape that is not two hex digits");
+    if (key == "session") {
+      if (value->empty()) return base::fail<record::feed_filter>("session: expected a session id");
+      f.session = std::move(*value);
+    } else if (key == "deny") {
+      if (*value == "1" || *value == "true" || value->empty()) f.denials_only = true;
+      else if (*value == "0" || *value == "false") f.denials_only = false;
+      else return base::fail<record::feed_filter>("deny: expected 1 or 0");
+    } else {
+      return base::fail<record::feed_filter>("unknown parameter '" + std::string(key) + "' (expected session, deny)");
+    }
+  }
+  return f;
+}
+
+std::shared_ptr<body_stream> stream_decisions(asio::any_io_executor ex, record::decision_feed& feed,
+                                              record::feed_filter f, std::chrono::steady_clock::duration heartbeat) {
+  return decision_stream::open(std::move(ex), feed, std::move(f), heartbeat);
+}
+
+}  // namespace airlock::daemon

@@ -1,0 +1,33 @@
+#pragma once
+// GET /v1/decisions on the control API: the decision feed as a stream, one JSON line per
+// decision as it is made (the log's own line, docs/decision-log.md), for `airlock tail` and
+// for a harness that reacts to a denial while its tool call still runs.
+//
+//   GET /v1/decisions?session=ID&deny=1     both parameters optional
+//
+// Lines a slow reader lost are said in their place, as {"event":"tail_dropped","lines":N};
+// a newline alone every 10 s while nothing happens finds a reader that went away.
+#include "base/result.hpp"
+#include "daemon/http_server.hpp"
+#include "record/decision_feed.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+
+namespace airlock::daemon {
+
+inline constexpr std::chrono::seconds decision_stream_heartbeat{10};
+
+// The filter a request's query asks for; the message names the parameter that is wrong.
+base::result<record::feed_filter> parse_decisions_query(std::string_view target);
+
+// A stream of the feed's lines that pass `f`, subscribed now (a decision made after this
+// returns is in it); it runs on `ex`, the control API's loop.
+std::shared_ptr<body_stream> stream_decisions(
+    boost::asio::any_io_executor ex, record::decision_feed& feed, record::feed_filter f,
+    std::chrono::steady_clock::duration heartbeat = decision_stream_heartbeat);
+
+}  // namespace airlock::daemon

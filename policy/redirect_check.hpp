@@ -14,17 +14,20 @@ namespace airlock::policy {
 struct redirect_outcome {
   enum class kind { none, granted, refused };
   kind what = kind::none;
-  std::string from_host;  // the host whose redirect this was
-  std::string rule;       // granted: the redirects: entry, "FILE:LINE"
+  std::string from_host;                        // the host whose redirect this was
+  std::string rule;                             // granted: the redirects: entry, "FILE:LINE"
+  port_protocol protocol = port_protocol::any;  // granted: what the redirect's scheme speaks
 };
 
-// `port`: the connection's (0 for DNS, which any port's grant lets resolve).
+// `port`: the connection's (0 for DNS, which any port's grant lets resolve); `spoken`: what
+// its first bytes spoke (unjudged for DNS, and for a CONNECT whose tunnel is judged next).
 inline redirect_outcome check_redirects(redirect_grants* grants, const decision& d, std::string_view session,
-                                        const domain_name& name, bool consume, std::uint16_t port = 0) {
+                                        const domain_name& name, bool consume, std::uint16_t port = 0,
+                                        wire spoken = wire::unjudged) {
   if (grants == nullptr || d.reason != reason::host_not_allowed) return {};
   const auto now = redirect_grants::clock::now();
-  if (auto g = consume ? grants->take(session, name, now, port) : grants->peek(session, name, now))
-    return {redirect_outcome::kind::granted, std::move(g->from_host), std::move(g->rule)};
+  if (auto g = consume ? grants->take(session, name, now, port, spoken) : grants->peek(session, name, now))
+    return {redirect_outcome::kind::granted, std::move(g->from_host), std::move(g->rule), g->protocol};
   if (auto from = grants->refused_from(session, name, now))
     return {redirect_outcome::kind::refused, std::move(*from), {}};
   return {};
@@ -34,7 +37,7 @@ inline redirect_outcome check_redirects(redirect_grants* grants, const decision&
 inline void apply_redirect(const redirect_outcome& r, decision& d, std::string& rule) {
   if (r.what == redirect_outcome::kind::granted) {
     rule = r.rule;
-    d = {verdict::allow, reason::redirect_allowed, rule, false};
+    d = {verdict::allow, reason::redirect_allowed, rule, false, r.protocol};
   } else if (r.what == redirect_outcome::kind::refused) {
     d.reason = reason::redirect_not_allowed;
   }

@@ -18,11 +18,12 @@ std::string key_of(std::string_view session, std::string_view host) {
 redirect_grants::redirect_grants(limits l) : grants_(l), refusals_(l) {}
 
 void redirect_grants::grant(std::string_view session, const domain_name& to_host, const domain_name& from_host,
-                            std::string_view rule, clock::time_point now, clock::duration ttl, std::uint16_t port) {
+                            std::string_view rule, clock::time_point now, clock::duration ttl, std::uint16_t port,
+                            port_protocol protocol) {
   const locked lock(*this);
   std::uint32_t uses = 1;
   if (const auto* existing = grants_.find(session, to_host.str(), now)) uses = std::min(existing->uses + 1, max_uses);
-  grants_.put(session, to_host.str(), {from_host.str(), std::string(rule), port, uses}, now + ttl, now);
+  grants_.put(session, to_host.str(), {from_host.str(), std::string(rule), port, uses, protocol}, now + ttl, now);
 }
 
 std::optional<redirect_grants::origin> redirect_grants::peek(std::string_view session, const domain_name& host,
@@ -34,11 +35,12 @@ std::optional<redirect_grants::origin> redirect_grants::peek(std::string_view se
 }
 
 std::optional<redirect_grants::origin> redirect_grants::take(std::string_view session, const domain_name& host,
-                                                             clock::time_point now, std::uint16_t port) {
+                                                             clock::time_point now, std::uint16_t port, wire spoken) {
   if (empty()) return std::nullopt;
   const locked lock(*this);
   auto* o = grants_.find(session, host.str(), now);
-  if (o == nullptr || (o->port != 0 && port != 0 && o->port != port)) return std::nullopt;
+  if (o == nullptr || (o->port != 0 && port != 0 && o->port != port) || !admits(o->protocol, spoken))
+    return std::nullopt;
   if (o->uses > 1) {
     --o->uses;
     return *o;

@@ -14,6 +14,7 @@
 // the policy does not allow asks here (take, then refused_from); while nothing is held,
 // which is nearly always, it learns so from one atomic and takes no lock.
 #include "policy/domain_name.hpp"
+#include "policy/port_protocol.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -45,6 +46,9 @@ class redirect_grants {
     std::string rule;        // "FILE:LINE" of the redirects: entry (empty for a refusal)
     std::uint16_t port = 0;  // the port the redirect named (0: any)
     std::uint32_t uses = 1;  // connections it still lets through
+    // What the redirect's scheme speaks there: https: tls, http: http. A grant is for
+    // the web request the redirect sent the client to, never for other bytes on its port.
+    port_protocol protocol = port_protocol::any;
   };
   // Each redirect adds a use, up to this many (a client fetching in parallel after as many
   // redirects gets as many connections).
@@ -56,15 +60,19 @@ class redirect_grants {
   // Lets `session` reach `to_host` once until now + ttl. Another grant for the same host
   // adds a use (up to max_uses) and renews the expiry.
   // `port` (when not 0) is the only port the grant opens: a redirect to https://h/ is no
-  // way to h:8443.
+  // way to h:8443; `protocol` is what may be spoken there (a redirect to http://h/ is no
+  // way to a TLS tunnel to h:80). The latest grant's port and protocol stand.
   void grant(std::string_view session, const domain_name& to_host, const domain_name& from_host, std::string_view rule,
-             clock::time_point now, clock::duration ttl = default_ttl, std::uint16_t port = 0);
+             clock::time_point now, clock::duration ttl = default_ttl, std::uint16_t port = 0,
+             port_protocol protocol = port_protocol::any);
   // The live grant for (session, host), left in place (DNS: resolving is not the use).
   std::optional<origin> peek(std::string_view session, const domain_name& host, clock::time_point now);
   // The live grant for (session, host), removed (the proxy: the connection is the use).
-  // A connection on another port than the grant's neither gets nor uses it.
+  // A connection on another port than the grant's, or whose first bytes spoke what the
+  // grant's protocol does not admit, neither gets nor uses it (`unjudged`: not yet known,
+  // a CONNECT whose tunnel is judged next against origin::protocol).
   std::optional<origin> take(std::string_view session, const domain_name& host, clock::time_point now,
-                             std::uint16_t port = 0);
+                             std::uint16_t port = 0, wire spoken = wire::unjudged);
 
   // Remembers for refusal_ttl that `from_host` redirected `session` to `host` and no
   // `redirects:` entry allowed it.

@@ -130,9 +130,18 @@ void follow_redirect(const http::response_header<>& h, const exchange_setup& x, 
         const auto already = x.policy.decide(*to, to_port);
         if (!already.allowed()) {
           const auto now = std::chrono::steady_clock::now();
-          if (const auto* rule = x.policy.redirect_to(x.name, *to)) {
+          // What the redirect's scheme speaks must be what its port carries: an allowance for
+          // http://h:443/ would be plain requests where every rule has TLS.
+          const auto speaks = https ? policy::port_protocol::tls : policy::port_protocol::http;
+          const auto carried = policy::default_protocol(to_port);
+          const auto* rule = x.policy.redirect_to(x.name, *to);
+          if (rule && carried != policy::port_protocol::any && carried != speaks) {
+            rule = nullptr;
+            rec.notes.push_back("redirect_scheme_port_mismatch");
+          }
+          if (rule) {
             x.ctx.grants->grant(session, *to, x.name, rule->mark.to_string(), now, policy::redirect_grants::default_ttl,
-                                to_port);
+                                to_port, speaks);
             rec.notes.push_back("redirect_granted:" + to->str());
           } else {
             x.ctx.grants->refused(session, *to, x.name, now);

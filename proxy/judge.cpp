@@ -72,7 +72,7 @@ judgement judge_host(std::string_view host, std::uint16_t port, std::string_view
   // A redirect's allowance is for the web request the redirect sent the client to.
   const auto redirect = spoken == policy::wire::opaque
                             ? policy::redirect_outcome{}
-                            : policy::check_redirects(grants, d, session, *parsed, true, port);
+                            : policy::check_redirects(grants, d, session, *parsed, true, port, spoken);
   policy::apply_redirect(redirect, d, granted_rule);
   judgement j = from(d);
   j.logged_name = parsed->str();
@@ -156,7 +156,8 @@ judgement judge_tunnel(const sniffed& first, const judgement& granted, std::stri
   }
   const auto spoken = spoken_by(first, false);
   if (granted.reason == reason::redirect_allowed) {
-    if (spoken != policy::wire::opaque) return granted;
+    // What the redirect's scheme speaks, and only that: an http:// redirect is no TLS tunnel.
+    if (spoken != policy::wire::opaque && policy::admits(granted.protocol, spoken)) return granted;
     auto j = refused(reason::protocol_not_allowed, spoke_note(first));
     j.rule = granted.rule;
     return j;

@@ -71,6 +71,7 @@ WORLD_NGINX_SERVERS="
     listen $ORIGIN_IP:80;
     server_name plain.airlock.test;
     location = /go-ok { return 302 http://cdn-ok.airlock.test/landed; }
+    location = /go-http443 { return 302 http://cdn-ok.airlock.test:443/landed; }
     location / { return 200 \"plain: \$host\\n\"; }
   }"
 
@@ -285,6 +286,19 @@ expect "  with reason redirect_not_allowed, the origin named" \
   line name=elsewhere.airlock.test verdict=deny reason=redirect_not_allowed 'notes~=redirect_from:inspected.airlock.test'
 expect "a redirect on plain HTTP is followed the same way" body_is "cdn: cdn-ok.airlock.test" \
   bash -c "$(declare -f world_sbx); SBX=$SBX; world_sbx curl -sS --max-time 10 --cacert $ACA -L http://plain.airlock.test/go-ok | sed 's/ *$//'"
+# An http:// redirect's allowance is for a plain request: TLS to the same host and port is
+# neither let through nor does it use the allowance up.
+world_sbx curl -sS --max-time 10 -o /dev/null http://plain.airlock.test/go-ok
+expect_not "after an http:// redirect, TLS to its host on :80 is not let through" \
+  tcurl --resolve cdn-ok.airlock.test:80:203.0.113.10 https://cdn-ok.airlock.test:80/
+expect "  denied as any host the policy does not allow" \
+  line event=connect name=cdn-ok.airlock.test dst=203.0.113.10:80 proto=tls verdict=deny reason=host_not_allowed
+expect "  and the allowance still serves the plain request it was for" body_is "cdn: cdn-ok.airlock.test" \
+  bash -c "$(declare -f world_sbx); SBX=$SBX; world_sbx curl -sS --max-time 10 http://cdn-ok.airlock.test/landed | sed 's/ *$//'"
+expect "a redirect to http:// on a TLS port grants nothing (redirect_scheme_port_mismatch)" \
+  bash -c "$(declare -f world_sbx); SBX=$SBX; world_sbx curl -sS --max-time 10 -o /dev/null http://plain.airlock.test/go-http443; \
+    python3 $check_lib/decisions.py $W/decisions.jsonl event=http path=/go-http443 status=302 \
+      'notes~=redirect_refused:cdn-ok.airlock.test' 'notes~=redirect_scheme_port_mismatch'"
 
 # 5. Credentials.
 expect "a credential is put on the request: the origin's echo arrives masked" \

@@ -112,8 +112,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (answered & (1u << (n * addresses.size() + a))) names.record("s", addresses[a], answered_names[n], 1, 60, now);
   airlock::policy::redirect_grants grants;
   const auto from = name_of("inspect.test");
-  if (flags & 1) grants.grant("s", name_of("x.cdn.test"), from, "fuzz.yaml:1", now, std::chrono::seconds(30), 443);
-  if (flags & 2) grants.grant("s", name_of("evil.test"), from, "fuzz.yaml:2", now);
+  // As a followed redirect grants: a port and the scheme's protocol, one the port carries
+  // (https://x.cdn.test/; https://evil.test:PORT/ where the port carries TLS, else http://).
+  using airlock::policy::port_protocol;
+  if (flags & 1)
+    grants.grant("s", name_of("x.cdn.test"), from, "fuzz.yaml:1", now, std::chrono::seconds(30), 443,
+                 port_protocol::tls);
+  if (flags & 2)
+    grants.grant("s", name_of("evil.test"), from, "fuzz.yaml:2", now, std::chrono::seconds(30), port,
+                 airlock::policy::default_protocol(port) == port_protocol::tls ? port_protocol::tls
+                                                                               : port_protocol::http);
   const bool at_eof = flags & 4;
 
   std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data + 5),

@@ -122,3 +122,22 @@ TEST_CASE("a grant for a port opens only that port; DNS may still resolve the na
   CHECK(t->port == 443);
   CHECK_FALSE(g.take("s1", name("cdn.example.net"), t0 + 1s, 443));
 }
+
+TEST_CASE("a grant speaks its redirect's scheme: an http:// grant is no TLS tunnel, nor opaque bytes") {
+  redirect_grants g;
+  g.grant("s", name("dl.example"), name("o.example"), "r:1", t0, redirect_grants::default_ttl, 80, port_protocol::http);
+  CHECK_FALSE(g.take("s", name("dl.example"), t0, 80, wire::tls));     // neither gets it
+  CHECK_FALSE(g.take("s", name("dl.example"), t0, 80, wire::opaque));  // nor uses it up
+  CHECK(g.peek("s", name("dl.example"), t0));                          // DNS still resolves it
+  const auto t = g.take("s", name("dl.example"), t0, 80, wire::http);
+  REQUIRE(t);
+  CHECK(t->protocol == port_protocol::http);
+
+  g.grant("s", name("cdn.example"), name("o.example"), "r:1", t0, redirect_grants::default_ttl, 443,
+          port_protocol::tls);
+  CHECK_FALSE(g.take("s", name("cdn.example"), t0, 443, wire::http));
+  // A CONNECT asks before its tunnel speaks: it gets the grant, and its protocol to judge by.
+  const auto c = g.take("s", name("cdn.example"), t0, 443, wire::unjudged);
+  REQUIRE(c);
+  CHECK(c->protocol == port_protocol::tls);
+}

@@ -113,6 +113,9 @@ http_response handle(control_hooks& h, const http_request& req) {
     if (!filter.has_value()) return json_error(400, filter.error());
     http_response streamed{200, "application/x-ndjson", {}};
     streamed.stream = h.decisions(std::move(*filter));
+    if (!streamed.stream)
+      return json_error(503, std::to_string(max_decision_streams) +
+                                 " decision streams are open already; end one (airlock tail) and ask again");
     return streamed;
   }
   if (target == "/v1/reload" && m == "POST") {

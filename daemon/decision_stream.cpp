@@ -108,6 +108,7 @@ base::result<record::feed_filter> parse_decisions_query(std::string_view target)
 
 std::shared_ptr<body_stream> stream_decisions(asio::any_io_executor ex, record::decision_feed& feed,
                                               record::feed_filter f, std::chrono::steady_clock::duration heartbeat) {
+  if (feed.watchers() >= max_decision_streams) return nullptr;
   return decision_stream::open(std::move(ex), feed, std::move(f), heartbeat);
 }
 

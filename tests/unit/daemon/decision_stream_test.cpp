@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <thread>
+#include <vector>
 
 using namespace airlock;
 namespace asio = boost::asio;
@@ -102,4 +103,18 @@ TEST_CASE("a stream let go of leaves the feed") {
   s.reset();
   feed.emit(denial("a"));
   CHECK(feed.watchers() == 0);
+}
+
+TEST_CASE("at most max_decision_streams at once: the next is refused until one ends") {
+  nowhere log;
+  record::decision_feed feed(log);
+  asio::io_context io;
+  std::vector<std::shared_ptr<daemon::body_stream>> open;
+  for (std::size_t i = 0; i < daemon::max_decision_streams; ++i) {
+    open.push_back(daemon::stream_decisions(io.get_executor(), feed, {}));
+    REQUIRE(open.back() != nullptr);
+  }
+  CHECK(daemon::stream_decisions(io.get_executor(), feed, {}) == nullptr);
+  open.pop_back();
+  CHECK(daemon::stream_decisions(io.get_executor(), feed, {}) != nullptr);
 }

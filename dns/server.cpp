@@ -3,6 +3,7 @@
 
 #include "base/deadline.hpp"
 #include "base/spawn.hpp"
+#include "dns/reply_source.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -28,15 +29,30 @@ using asio::ip::udp;
 
 void report(const char* what) { std::fprintf(stderr, "airlock: dns query: internal error: %s\n", what); }
 
-asio::awaitable<void> send_later(udp::socket& socket, std::string reply, udp::endpoint client) {
-  // A failed send (client gone, ICMP unreachable) concerns this client only.
-  co_await socket.async_send_to(asio::buffer(reply), client, base::nothrow);
+// One reply sent from `source` (the address its query went to), waiting while the socket
+// will not take it. A failed send (client gone, ICMP unreachable) concerns this client only.
+asio::awaitable<void> send_reply(udp::socket& socket, std::string reply, udp::endpoint client, reply_source source) {
+  iovec iov{reply.data(), reply.size()};
+  msghdr h{};
+  h.msg_name = client.data();
+  h.msg_namelen = static_cast<socklen_t>(client.size());
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  source.attach(h);
+  for (;;) {
+    if (::sendmsg(socket.native_handle(), &h, MSG_DONTWAIT) >= 0) co_return;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) co_return;
+    auto [ec] = co_await socket.async_wait(udp::socket::wait_write, base::nothrow);
+    if (ec) co_return;
+  }
 }
 
-asio::awaitable<void> finish_datagram(udp::socket& socket, started_query query, udp::endpoint client) {
+asio::awaitable<void> finish_datagram(udp::socket& socket, started_query query, udp::endpoint client,
+                                      reply_source source) {
   auto reply = co_await query.finish();
   if (!reply) co_return;
-  co_await socket.async_send_to(asio::buffer(*reply), client, base::nothrow);
+  co_await send_reply(socket, std::move(*reply), client, source);
 }
 
 // Datagrams read with one recvmmsg, and the replies that are ready at once sent with one
@@ -53,6 +69,7 @@ class datagram_batch {
       h.msg_name = &from_[i];
       h.msg_iov = &in_iov_[i];
       h.msg_iovlen = 1;
+      h.msg_control = in_control_[i].bytes.data();
     }
   }
   datagram_batch(const datagram_batch&) = delete;
@@ -61,8 +78,11 @@ class datagram_batch {
   // Reads what the socket holds, at most `capacity` datagrams; 0 when it holds none (or
   // reports an error, which concerns one client: the next read goes on).
   unsigned receive(int fd) noexcept {
-    // The only input field recvmmsg overwrites.
-    for (auto& m : in_) m.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+    // The input fields recvmmsg overwrites.
+    for (auto& m : in_) {
+      m.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+      m.msg_hdr.msg_controllen = reply_source::control_room;
+    }
     const int n = ::recvmmsg(fd, in_.data(), capacity, MSG_DONTWAIT, nullptr);
     return n > 0 ? static_cast<unsigned>(n) : 0;
   }
@@ -74,6 +94,8 @@ class datagram_batch {
     ep.resize(len);
     return ep;
   }
+  // The address datagram i was sent to: where its answer leaves from.
+  reply_source source(unsigned i) const noexcept { return reply_source::of(in_[i].msg_hdr); }
 
   // Queues `reply` to datagram i's sender.
   void reply(unsigned i, std::string reply) {
@@ -86,6 +108,8 @@ class datagram_batch {
     h.msg_namelen = in_[i].msg_hdr.msg_namelen;
     h.msg_iov = &out_iov_[k];
     h.msg_iovlen = 1;
+    out_source_[k] = source(i);
+    out_source_[k].attach(h);
   }
   // Sends the queued replies; one the socket will not take now is sent on a coroutine.
   void send(udp::socket& socket, const asio::any_io_executor& ex) {
@@ -104,7 +128,7 @@ class datagram_batch {
           const auto& h = out_[done].msg_hdr;
           std::memcpy(to.data(), h.msg_name, std::min<std::size_t>(h.msg_namelen, to.capacity()));
           to.resize(std::min<std::size_t>(h.msg_namelen, to.capacity()));
-          base::spawn_session(ex, send_later(socket, std::move(out_text_[done]), to), report);
+          base::spawn_session(ex, send_reply(socket, std::move(out_text_[done]), to, out_source_[done]), report);
         }
         break;
       }
@@ -119,9 +143,14 @@ class datagram_batch {
   std::array<mmsghdr, capacity> in_{};
   std::array<iovec, capacity> in_iov_{};
   std::array<sockaddr_storage, capacity> from_{};
+  struct alignas(cmsghdr) control_buffer {
+    std::array<unsigned char, reply_source::control_room> bytes;
+  };
+  std::array<control_buffer, capacity> in_control_{};
   std::array<mmsghdr, capacity> out_{};
   std::array<iovec, capacity> out_iov_{};
   std::array<std::string, capacity> out_text_{};
+  std::array<reply_source, capacity> out_source_{};
   unsigned replies_ = 0;
 };
 
@@ -137,7 +166,7 @@ void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io
       if (auto& reply = query.reply()) batch.reply(i, std::move(*reply));
       return;  // the line is emitted as `query` goes
     }
-    base::spawn_session(ex, finish_datagram(socket, std::move(query), client), report);
+    base::spawn_session(ex, finish_datagram(socket, std::move(query), client, batch.source(i)), report);
   } catch (const std::exception& e) {  // as spawn_session would: loud, and this query only
     report(e.what());
   } catch (...) {
@@ -149,6 +178,13 @@ void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io
 
 asio::awaitable<void> serve_udp(udp::socket& socket, query_context& ctx) {
   auto ex = co_await asio::this_coro::executor;
+  // Answers leave from the address their query went to (dns/reply_source.hpp).
+  if (boost::system::error_code ec; socket.local_endpoint(ec).address().is_v6() && !ec) {
+    ask_for_destinations(socket.native_handle(), true);
+    ask_for_destinations(socket.native_handle(), false);  // v4-mapped clients, where the socket takes them
+  } else {
+    ask_for_destinations(socket.native_handle(), false);
+  }
   // Datagrams already queued are read without suspending, this many at most before the
   // loop lets other work on the event loop run.
   constexpr unsigned burst = 64;

@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -67,6 +68,9 @@ class decision_stream final : public body_stream {
       wait_.expires_after(heartbeat_);
       auto [ec] = co_await wait_.async_wait(base::nothrow);
       if (!ec) co_return std::string("\n");
+      // Ended by the connection (its client went away), not by a line: no more.
+      if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none)
+        co_return std::nullopt;
     }
   }
 

@@ -4,6 +4,7 @@
 #include "base/json_string.hpp"
 #include "base/spawn.hpp"
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
@@ -38,7 +39,12 @@ asio::awaitable<void> send_stream(Socket& socket, http_response& answer, const h
   auto written = co_await base::with_deadline(http::async_write_header(socket, head, base::nothrow), limits.read_limit);
   if (!written || std::get<0>(*written)) co_return;
   for (;;) {
-    auto piece = co_await answer.stream->next();
+    // The client says nothing after its request: bytes or an end from it mean it is done
+    // (gone, or breaking the protocol), and the stream ends now, not at its next write.
+    using namespace asio::experimental::awaitable_operators;
+    auto next = co_await (answer.stream->next() || socket.async_wait(Socket::wait_read, base::nothrow));
+    if (next.index() == 1) co_return;
+    auto piece = std::get<0>(std::move(next));
     if (!piece || piece->empty()) {
       co_await base::with_deadline(asio::async_write(socket, http::make_chunk_last(), base::nothrow),
                                    limits.read_limit);

@@ -4,7 +4,8 @@
 // the daemon's event loop by a plain function; bounded in size, time and connections,
 // because an admin port must not be a way to exhaust the proxy. A response may instead be a
 // stream (the live decision feed): its body goes out chunked, piece by piece, for as long
-// as the client reads it, each write bounded by the same limit.
+// as the client reads it, each write bounded by the same limit; the client closing its end
+// ends the stream at once.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>

@@ -38,7 +38,11 @@ expect "nobody watching: 0 watchers" test "$(watchers)" = 0
 tail_bg deny-json --deny --json
 tail_bg all-text
 tail_bg other-session --session nobody-else
-expect "three tails are three live streams" await_watchers 3
+# On a terminal (script(1) gives it one), in colour.
+script -qfec "'$AIRLOCK' tail --control '$W/control.sock' --deny" "$W/tty.out" >/dev/null 2>&1 &
+WORLD_PIDS+=($!)
+tty_pid=$!
+expect "four tails are four live streams" await_watchers 4
 
 # A denial, and when the tail saw it against when the daemon decided it (its line's ts).
 seen_after_ms() {  # seen_after_ms FILE PATTERN: ms from the line's ts to the moment it is in FILE
@@ -91,6 +95,9 @@ expect "the text tail renders as explain does: DENY, the reason and the rule" \
 expect "  and the allowed connection with its rule" \
   grep -E "sandbox-a connect tls ok\.airlock\.test 203\.0\.113\.10:443; allow host_allowed \(rule $W/airlock\.yaml:[0-9]+\)$" "$W/all-text.out"
 expect "  and no colour when the output is not a terminal" bash -c "! grep -q $'\x1b' '$W/all-text.out'"
+expect "  on a terminal, DENY in red" grep -q $'\x1b\\[1;31mDENY\x1b\\[0m host_not_allowed' "$W/tty.out"
+kill "$tty_pid" 2>/dev/null || true
+expect "  and that tail's stream ends when it does" await_watchers 3
 expect "--session shows nothing of another session" test ! -s "$W/other-session.out"
 
 refusal() {  # refusal QUERY WANT: the daemon answers 400 with WANT in its error

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages that bench/run needs and nothing else: the proxies and
+# Installs the Debian 12 packages that bench/run and bench/wire need and nothing else: the proxies and
 # resolvers airlock is measured against, the load generators, and the authoritative DNS
 # server, on top of deploy/install-deps.sh's (which bench/run also needs, for building
 # airlock and the origin nginx). CI never runs benches. Safe to run again.
@@ -18,6 +18,8 @@ packages=(
   iproute2 nftables conntrack time util-linux procps python3
   # the C++ load generator (bench/loadgen) and the decide() microbenchmark
   libboost1.81-dev libssl-dev libbenchmark-dev
+  # bench/wire: captures, system calls and kernel events per connection
+  tcpdump strace linux-perf
 )
 
 # The same installer as the build's, with these on top: one place keeps services from

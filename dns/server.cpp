@@ -178,13 +178,10 @@ void handle_datagram(udp::socket& socket, query_context& ctx, const asio::any_io
 
 asio::awaitable<void> serve_udp(udp::socket& socket, query_context& ctx) {
   auto ex = co_await asio::this_coro::executor;
-  // Answers leave from the address their query went to (dns/reply_source.hpp).
-  if (boost::system::error_code ec; socket.local_endpoint(ec).address().is_v6() && !ec) {
-    ask_for_destinations(socket.native_handle(), true);
-    ask_for_destinations(socket.native_handle(), false);  // v4-mapped clients, where the socket takes them
-  } else {
-    ask_for_destinations(socket.native_handle(), false);
-  }
+  // Answers leave from the address their query went to (dns/reply_source.hpp). The
+  // listeners are v6-only where IPv6 (daemon/listen.cpp): one family per socket.
+  boost::system::error_code family_unknown;
+  ask_for_destinations(socket.native_handle(), socket.local_endpoint(family_unknown).address().is_v6());
   // Datagrams already queued are read without suspending, this many at most before the
   // loop lets other work on the event loop run.
   constexpr unsigned burst = 64;

@@ -111,17 +111,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t a = 0; a < addresses.size(); ++a)
       if (answered & (1u << (n * addresses.size() + a))) names.record("s", addresses[a], answered_names[n], 1, 60, now);
   airlock::policy::redirect_grants grants;
+  airlock::policy::redirect_grants tunnel_grants;  // the same, for the CONNECT below to use up
   const auto from = name_of("inspect.test");
   // As a followed redirect grants: a port and the scheme's protocol, one the port carries
   // (https://x.cdn.test/; https://evil.test:PORT/ where the port carries TLS, else http://).
   using airlock::policy::port_protocol;
-  if (flags & 1)
-    grants.grant("s", name_of("x.cdn.test"), from, "fuzz.yaml:1", now, std::chrono::seconds(30), 443,
-                 port_protocol::tls);
-  if (flags & 2)
-    grants.grant("s", name_of("evil.test"), from, "fuzz.yaml:2", now, std::chrono::seconds(30), port,
-                 airlock::policy::default_protocol(port) == port_protocol::tls ? port_protocol::tls
-                                                                               : port_protocol::http);
+  for (auto* g : {&grants, &tunnel_grants}) {
+    if (flags & 1)
+      g->grant("s", name_of("x.cdn.test"), from, "fuzz.yaml:1", now, std::chrono::seconds(30), 443, port_protocol::tls);
+    if (flags & 2)
+      g->grant("s", name_of("evil.test"), from, "fuzz.yaml:2", now, std::chrono::seconds(30), port,
+               airlock::policy::default_protocol(port) == port_protocol::tls ? port_protocol::tls
+                                                                             : port_protocol::http);
+  }
   const bool at_eof = flags & 4;
 
   std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data + 5),
@@ -146,11 +148,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bound_inspecting = bound_inspecting || (d.verdict == verdict::allow && d.inspect);
   }
 
-  // The same bytes inside a CONNECT tunnel granted for one of the names: a name they carry
-  // is the CONNECT's, and the port's protocol holds as on the transparent path.
+  // The same bytes inside a CONNECT tunnel granted for one of the names (or for a redirect's
+  // target, by its allowance): a name they carry is the CONNECT's, and the port's protocol
+  // holds as on the transparent path.
   {
-    const char* host = answered_names[data[0] % answered_names.size()];
-    const auto granted = airlock::proxy::judge_host(host, port, "s", policy, nullptr, airlock::policy::wire::unjudged);
+    static constexpr std::array<const char*, 6> connect_hosts{"allowed.test", "ssh.test",   "inspect.test",
+                                                              "evil.test",    "x.cdn.test", "no.cdn.test"};
+    const char* host = connect_hosts[data[0] % connect_hosts.size()];
+    const auto granted = airlock::proxy::judge_host(host, port, "s", policy, &tunnel_grants,
+                                                    airlock::policy::wire::unjudged);
     if (granted.allowed()) {
       const auto t = airlock::proxy::judge_tunnel(first, granted, host, port, policy);
       require(!t.rule.empty());

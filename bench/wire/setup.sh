@@ -18,28 +18,10 @@ if [[ ! -x $FLOOR ]]; then
   g++ -std=c++20 -O2 -o "$FLOOR" "$REPO/bench/floor_relay.cpp"
 fi
 
-# ---- topology (bench/lib/topology.sh) ----
-for ns in "$NS_C" "$NS_G" "$NS_S"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
-ip link add "$IF_C" netns "$NS_C" type veth peer name "$IF_GC" netns "$NS_G"
-ip link add "$IF_GS" netns "$NS_G" type veth peer name "$IF_S" netns "$NS_S"
-ip -n "$NS_C" addr add "$IP_C/24" dev "$IF_C"; ip -n "$NS_C" link set "$IF_C" up
-ip -n "$NS_C" route add "$NET_S" via "$IP_GC"
-ip -n "$NS_G" addr add "$IP_GC/24" dev "$IF_GC"; ip -n "$NS_G" addr add "$IP_GS/24" dev "$IF_GS"
-ip -n "$NS_G" link set "$IF_GC" up; ip -n "$NS_G" link set "$IF_GS" up
-ip -n "$NS_S" addr add "$IP_S/24" dev "$IF_S"; ip -n "$NS_S" link set "$IF_S" up
-ip -n "$NS_S" route add "$NET_C" via "$IP_GS"
-for ns in "$NS_C" "$NS_G" "$NS_S"; do
-  inns "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-  inns "$ns" sysctl -qw net.ipv4.ip_local_port_range="10000 64999" net.ipv4.tcp_tw_reuse=1 \
-    net.core.somaxconn=16384 net.ipv4.tcp_max_syn_backlog=16384 net.ipv4.tcp_no_metrics_save=1
-done
-inns "$NS_G" sysctl -qw net.ipv4.ip_forward=1
-for k in time_wait close_wait fin_wait last_ack close; do
-  inns "$NS_G" sysctl -qw "net.netfilter.nf_conntrack_tcp_timeout_$k=2" 2>/dev/null || true
-done
-inns "$NS_G" sysctl -qw net.ipv4.ip_early_demux=0
-inns "$NS_G" ip rule add fwmark 1 lookup 100
-inns "$NS_G" ip route add local "$BENCH_NET" dev lo table 100
+# ---- topology: bench/run's own (three namespaces, routes between the two /24s only) ----
+HOST_BAD=${HOST_BAD:-www.$ZONE_BAD}
+source "$REPO/bench/lib/topology.sh"
+topo_up
 
 # ---- material (bench/lib/setup.sh) ----
 d=$W/pki

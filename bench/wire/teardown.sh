@@ -3,6 +3,7 @@
 source "$(dirname "$0")/env.sh"
 [[ -f $PFX_FILE ]] || { echo "nothing set up in $W"; exit 0; }
 for f in "$W"/pids/*; do [[ -e $f ]] && stop_bg "$(basename "$f")"; done
-for ns in "$NS_C" "$NS_G" "$NS_S"; do ip netns del "$ns" 2>/dev/null; done
+source "$REPO/bench/lib/topology.sh"
+topo_down  # the namespaces and their /etc/netns entries
 rm -f "$PFX_FILE"
 log "torn down $PFX"

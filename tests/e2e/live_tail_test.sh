@@ -3,8 +3,8 @@
 # is made: a denial within a second of the daemon deciding it, the same JSON line the log
 # has with --json, only denials with --deny, only one session with --session, the explain
 # rendering without --json; a bad query is refused by name; a watcher that stops reading
-# costs the daemon nothing (its lines are dropped, counted, and it is cut), and when the
-# daemon stops, tail says so and exits 1.
+# costs the daemon nothing (its lines are dropped, counted, and it is cut); at most 16
+# streams at once; and when the daemon stops, tail says so and exits 1.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 WORLD_RECORDS="ok.airlock.test 203.0.113.10
@@ -100,14 +100,14 @@ kill "$tty_pid" 2>/dev/null || true
 expect "  and that tail's stream ends when it does" await_watchers 3
 expect "--session shows nothing of another session" test ! -s "$W/other-session.out"
 
-refusal() {  # refusal QUERY WANT: the daemon answers 400 with WANT in its error
+refusal() {  # refusal STATUS QUERY WANT: the daemon answers STATUS with WANT in its error
   local out
-  out=$(curl -sS --max-time 5 --unix-socket "$W/control.sock" -w ' %{http_code}' "http://airlock/v1/decisions?$1")
+  out=$(curl -sS --max-time 5 --unix-socket "$W/control.sock" -w ' %{http_code}' "http://airlock/v1/decisions?$2")
   echo "$out"
-  [[ $out == *"$2"*" 400" ]]
+  [[ $out == *"$3"*" $1" ]]
 }
-expect "a bad query is refused by name (400)" refusal verdict=deny "unknown parameter 'verdict'"
-expect "  an empty session too" refusal session= "session: expected a session id"
+expect "a bad query is refused by name (400)" refusal 400 verdict=deny "unknown parameter 'verdict'"
+expect "  an empty session too" refusal 400 session= "session: expected a session id"
 expect "tail --session '' is a usage error (exit 2)" \
   bash -c "'$AIRLOCK' tail --control '$W/control.sock' --session ''; test \$? = 2"
 expect "tail --help says what it does" bash -c "'$AIRLOCK' tail --help | grep -q 'as they are made'"
@@ -143,6 +143,21 @@ same_count() {  # the text tail has a line for every decision the log has (sessi
   return 1
 }
 expect "  it has a line for each of the log's decisions" same_count
+
+# At most 16 streams: 13 more beside the three tails fill them, the 17th is refused (503,
+# said why), and the launchers' half of the control socket still answers.
+extra=()
+for _ in $(seq 13); do
+  curl -sN --max-time 60 --unix-socket "$W/control.sock" -o /dev/null http://airlock/v1/decisions &
+  extra+=($!)
+  WORLD_PIDS+=($!)
+done
+expect "sixteen streams open" await_watchers 16
+expect "  a seventeenth is refused with 503, saying why" refusal 503 deny=0 "decision streams are open already"
+expect "  the control API still answers the rest" \
+  bash -c "curl -sS --max-time 5 --unix-socket '$W/control.sock' http://airlock/v1/sessions | grep -q sandbox-a"
+kill "${extra[@]}" 2>/dev/null || true
+expect "  and the streams close with their clients" await_watchers 3
 
 # The daemon stops: every tail says so and exits 1.
 world_stop_airlock

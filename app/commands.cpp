@@ -10,6 +10,7 @@ int run_ca_command(args a);
 int run_nft_rules_command(args a);
 int run_explain_command(args a);
 int run_tail_command(args a);
+int run_grant_command(args a);
 int run_suggest_command(args a);
 int run_run_command(args a);
 int run_gc_command(args a);
@@ -152,6 +153,39 @@ Options:
 
 Exit status: 0 when the output was closed (a pager quit), 1 when the daemon cannot be
 reached or ends the stream (it stopped), 2 for bad arguments.
+)";
+
+constexpr std::string_view grant_help =
+    R"(Usage: airlock grant [--control PATH] SESSION ALLOW SCOPE... [--no-cut] [--by TEXT] [--json]
+       airlock grant [--control PATH] --list SESSION [--json]
+       airlock grant [--control PATH] --revoke GRANT SESSION [--json]
+
+Lets session SESSION of the running daemon reach what its policy does not allow, for a
+bounded scope, and says so in the decision log: every connection the grant allows is
+logged 'grant_allowed' with rule 'grant:ID'. ALLOW is HOST[:PORT], *.SUFFIX[:PORT]
+(subdomains, never the suffix itself) or family:NAME (a service family's hosts);
+without a port, 80 and 443, each carrying its usual protocol. A grant never overrides a
+deny rule, never reaches a private, loopback or metadata address, and never changes what
+inspection judges. With --list, prints the session's live grants; with --revoke, ends one.
+
+Scope (at least one; with several, the first to run out ends the grant):
+      --tool-call       until the session's current tool call ends (one must be set)
+      --for DURATION    for that long: 90s, 10m, 1h
+      --connections N   for N connections
+      --for-session     until the session ends
+
+Options:
+      --no-cut          leave the grant's open connections alone when it ends (by
+                        default they are cut, each with a 'grant_ended' line)
+      --by TEXT         who asked, written in the grant's log lines
+      --list            print SESSION's live grants
+      --revoke GRANT    end grant GRANT (e.g. g4) of SESSION, cutting its connections
+      --json            print the daemon's answer as JSON
+      --control PATH    the daemon's control socket (default /run/airlock/control.sock)
+  -h, --help            this text
+
+Exit status: 0 done, 1 when the daemon refused (its reason is printed) or cannot be
+reached, 2 for bad arguments.
 )";
 
 constexpr std::string_view suggest_help = R"(Usage: airlock suggest [--log FILE] SESSION
@@ -301,6 +335,7 @@ constexpr command table[] = {
     {"nft-rules", "print the nftables rules of a gateway or a sidecar", nft_rules_help, run_nft_rules_command},
     {"explain", "tell a session's story from the decision log", explain_help, run_explain_command},
     {"tail", "watch the daemon's decisions as they are made", tail_help, run_tail_command},
+    {"grant", "let a session reach a host for a tool call, a time or N connections", grant_help, run_grant_command},
     {"suggest", "suggest the policy a session needed, from the decision log", suggest_help, run_suggest_command},
     {"run", "run a command in a sandbox whose only way out is airlock", run_help, run_run_command},
     {"gc", "remove what killed 'airlock run's left behind", gc_help, run_gc_command},

@@ -1,28 +1,17 @@
-// The control API client: one short HTTP/1.1 exchange per call over the daemon's unix
-// socket, blocking with a deadline (the launcher has nothing else to do meanwhile).
+// The control API client: one short exchange per call (control/api_call.hpp); blocking,
+// since the launcher has nothing else to do meanwhile.
 #include "control/session_api.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
-#include <boost/json/parse.hpp>
+#include "control/api_call.hpp"
+
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-
-#include <sys/socket.h>
-#include <sys/time.h>
 
 namespace airlock::control {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace http = boost::beast::http;
 namespace json = boost::json;
-using unix_socket = asio::local::stream_protocol;
 
 using base::fail;
 
@@ -38,46 +27,8 @@ class control_client final : public session_api {
  public:
   explicit control_client(std::string path) : path_(std::move(path)) {}
 
-  // One request; the parsed JSON body on 2xx, else the daemon's own error message.
   result<json::value> call(http::verb method, const std::string& target, const std::string& body = {}) {
-    asio::io_context io;
-    unix_socket::socket s(io);
-    boost::system::error_code ec;
-    s.connect(unix_socket::endpoint(path_), ec);
-    if (ec) return fail<json::value>("cannot reach the airlock daemon at " + path_ + ": " + ec.message());
-    // A daemon that accepts but never answers must not hang the launcher.
-    timeval limit{5, 0};
-    ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    ::setsockopt(s.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-    http::request<http::string_body> req{method, target, 11};
-    req.set(http::field::host, "airlock");
-    req.set(http::field::content_type, "application/json");
-    req.keep_alive(false);
-    req.body() = body;
-    req.prepare_payload();
-    http::write(s, req, ec);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    if (!ec) http::read(s, buffer, res, ec);
-    if (ec) return fail<json::value>("control API " + path_ + ": " + ec.message());
-    json::value v = json::parse(res.body(), ec);
-    if (ec) return fail<json::value>("control API " + path_ + ": answer is not JSON");
-    const auto status = static_cast<unsigned>(res.result());
-    if (status < 200 || status >= 300) {
-      std::string message = "daemon refused (" + std::to_string(status) + ")";
-      if (v.is_object()) {
-        if (const auto* errors = v.as_object().if_contains("errors");
-            errors && errors->is_array() && !errors->as_array().empty()) {
-          message += ":";
-          for (const auto& e : errors->as_array())
-            if (e.is_string()) message += "\n  " + std::string(e.as_string());
-        } else if (const auto* e = v.as_object().if_contains("error"); e && e->is_string()) {
-          message += ": " + std::string(e->as_string());
-        }
-      }
-      return fail<json::value>(std::move(message));
-    }
-    return v;
+    return api_call(path_, method, target, body);
   }
 
   result<listener_ports> listeners() override {

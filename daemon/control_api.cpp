@@ -1,6 +1,7 @@
 #include "daemon/control_api.hpp"
 
 #include "daemon/decision_stream.hpp"
+#include "policy/units.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -68,6 +69,22 @@ json::object view_json(const session_view& v) {
                       {"runtime", v.runtime},
                       {"netns", v.netns.empty() ? json::value(nullptr) : json::value(v.netns)},
                       {"totals", totals_object(v.totals)}};
+}
+
+json::object grant_json(const policy::session_grants::view& g) {
+  auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  return json::object{
+      {"id", g.id},
+      {"rule", g.rule()},
+      {"session", g.session},
+      {"allow", g.allow},
+      {"tool_call", g.tool_call.empty() ? json::value(nullptr) : json::value(g.tool_call)},
+      {"expires_in_ms",
+       g.expires_in ? json::value(std::max<std::int64_t>(0, ms(*g.expires_in))) : json::value(nullptr)},
+      {"connections_left", g.connections_left ? json::value(*g.connections_left) : json::value(nullptr)},
+      {"connections", g.used},
+      {"cut", g.cut},
+      {"by", g.by.empty() ? json::value(nullptr) : json::value(g.by)}};
 }
 
 http_response ok(int status, const json::value& v) {
@@ -150,6 +167,30 @@ http_response handle(control_hooks& h, const http_request& req) {
       if (!totals.has_value()) return refused(totals.error());
       return ok(200, totals_object(*totals));
     }
+    if (rest == "/grants") {
+      if (m == "GET") {
+        auto all = h.registry.grants_of(id);
+        if (!all.has_value()) return refused(all.error());
+        json::array out;
+        for (const auto& g : *all) out.emplace_back(grant_json(g));
+        return ok(200, json::object{{"grants", std::move(out)}});
+      }
+      if (m == "POST") {
+        auto request = parse_grant_request(req.body);
+        if (!request.has_value()) return json_error(400, request.error());
+        auto added = h.registry.add_grant(id, *request);
+        if (!added.has_value()) return refused(added.error());
+        return ok(201, grant_json(*added));
+      }
+      return json_error(405, "use GET or POST on /v1/sessions/ID/grants");
+    }
+    if (rest.starts_with("/grants/") && rest.size() > 8) {
+      if (m != "DELETE") return json_error(405, "use DELETE on /v1/sessions/ID/grants/GRANT");
+      const std::string grant = rest.substr(8);
+      auto cut = h.registry.revoke_grant(id, grant);
+      if (!cut.has_value()) return refused(cut.error());
+      return ok(200, json::object{{"id", grant}, {"cut", *cut}});
+    }
     if (rest == "/context" && (m == "PUT" || m == "POST")) {
       boost::system::error_code ec;
       const auto body = json::parse(req.body, ec);
@@ -200,6 +241,50 @@ parse_result parse_session_request(std::string_view body) {
       return bad("unknown field '" + std::string(key) + "' (expected id, sources, policy, allow, labels, netns)");
     }
   }
+  return r;
+}
+
+base::result<grant_request> parse_grant_request(std::string_view body) {
+  using result = base::result<grant_request>;
+  auto bad = [](std::string message) { return result(boost::system::in_place_error, std::move(message)); };
+  boost::system::error_code ec;
+  const auto v = json::parse(body, ec);
+  if (ec) return bad("body is not JSON: " + ec.message());
+  if (!v.is_object()) return bad("body: expected a JSON object");
+  grant_request r;
+  bool have_allow = false;
+  for (const auto& kv : v.as_object()) {
+    const std::string_view key = kv.key();
+    const auto& value = kv.value();
+    if (key == "allow" || key == "by") {
+      if (!value.is_string()) return bad(std::string(key) + ": expected a string");
+      (key == "allow" ? r.allow : r.by) = std::string(value.as_string());
+      have_allow = have_allow || key == "allow";
+    } else if (key == "tool_call" || key == "session" || key == "cut") {
+      if (!value.is_bool()) return bad(std::string(key) + ": expected true or false");
+      (key == "tool_call" ? r.tool_call : key == "session" ? r.session : r.cut) = value.as_bool();
+    } else if (key == "for") {
+      if (value.is_string()) {
+        auto d = policy::parse_duration(value.as_string());
+        if (!d.has_value()) return bad("for: " + d.error());
+        r.lasts = *d;
+      } else if (value.is_number()) {
+        const double seconds = value.to_number<double>();
+        if (!(seconds > 0 && seconds <= 366.0 * 24 * 3600)) return bad("for: expected seconds above zero");
+        r.lasts = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+      } else {
+        return bad("for: expected seconds or a duration (\"90s\", \"10m\", \"1h\")");
+      }
+    } else if (key == "connections") {
+      if (!value.is_int64() || value.as_int64() < 1 || value.as_int64() > 1'000'000)
+        return bad("connections: expected a whole number from 1 to 1000000");
+      r.connections = static_cast<std::uint32_t>(value.as_int64());
+    } else {
+      return bad("unknown field '" + std::string(key) +
+                 "' (expected allow, tool_call, session, for, connections, cut, by)");
+    }
+  }
+  if (!have_allow || r.allow.empty()) return bad("allow: expected HOST[:PORT], *.SUFFIX[:PORT] or family:NAME");
   return r;
 }
 

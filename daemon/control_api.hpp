@@ -9,7 +9,14 @@
 //                                      "labels"?: {K: V}, "netns"?: PATH}  -> 201 {"id"}
 //   GET    /v1/sessions/ID            one session
 //   DELETE /v1/sessions/ID            -> its totals (and a session close line in the log)
-//   PUT    /v1/sessions/ID/context    {"tool_call"?: S, "labels"?: {K: V}}
+//   PUT    /v1/sessions/ID/context    {"tool_call"?: S, "labels"?: {K: V}}; a new tool call ends the
+//                                     grants made "tool_call": true under the last one
+//   POST   /v1/sessions/ID/grants     {"allow": HOST[:PORT] | *.SUFFIX[:PORT] | family:NAME,
+//                                      "tool_call"?: true, "session"?: true, "for"?: SECONDS | "10m",
+//                                      "connections"?: N,
+//                                      "cut"?: bool, "by"?: S}  -> 201 the grant
+//   GET    /v1/sessions/ID/grants     -> {"grants": [...]}
+//   DELETE /v1/sessions/ID/grants/GID -> {"id", "cut": connections cut}
 //   POST   /v1/reload                 -> {"policy_version", "rules"} or 422 {"error", "errors": [FILE:LINE:COL: ...]}
 //   GET    /v1/stats                  active connections, sessions, log queue and drops, watchers
 //   GET    /v1/decisions?session=ID&deny=1   decisions as they are made, one JSON line each,
@@ -36,6 +43,8 @@ http_handler make_control_handler(control_hooks hooks);
 
 // Turns a POST /v1/sessions body into a request; the message says which field is wrong.
 base::result<control::session_request> parse_session_request(std::string_view body);
+// The same for POST /v1/sessions/ID/grants.
+base::result<grant_request> parse_grant_request(std::string_view body);
 std::string totals_json(const control::session_totals& t);
 
 }  // namespace airlock::daemon

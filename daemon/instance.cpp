@@ -102,7 +102,9 @@ std::optional<startup_error> open_policy_store_and_sessions(parts_t& p) {
   auto empty = policy::snapshot::compile(policy::config{});
   if (!empty.has_value()) return cannot_open("internal error: empty policy does not compile");
   p.policies = std::make_unique<policy::store>(std::move(*empty));
-  p.sessions = std::make_unique<session_registry>(*p.policies, *p.feed, p.stats);
+  p.session_grants = std::make_unique<policy::session_grants>(
+      policy::session_grants::limits{p.cfg.limits.session_grants, p.cfg.limits.grants});
+  p.sessions = std::make_unique<session_registry>(*p.policies, *p.feed, p.stats, p.session_grants.get());
   return std::nullopt;
 }
 
@@ -135,6 +137,7 @@ void make_query_and_proxy_contexts(parts_t& p) {
   p.proxy_ctx->settings.idle_limit = p.cfg.timeouts.idle;
   p.dns_ctx->refuse_when_unrecorded = p.proxy_ctx->settings.refuse_when_unrecorded = p.cfg.refuse_when_unrecorded;
   p.dns_ctx->grants = p.proxy_ctx->grants = &p.grants;
+  p.dns_ctx->session_grants = p.proxy_ctx->session_grants = p.session_grants.get();
   p.dns_ctx->overload = p.proxy_ctx->overload = &p.overload;
 }
 
@@ -286,8 +289,21 @@ void on_overload(parts_t& r, base::overload_level from, base::overload_level to,
   std::fputc('\n', stderr);
 }
 
+// Grants that expire end on time (their connections cut, their lines written), not at the
+// next call that happens to look.
+asio::awaitable<void> expire_grants(parts_t& r) {
+  asio::steady_timer tick(r.io);
+  while (!r.stopping) {
+    tick.expires_after(std::chrono::seconds(1));
+    auto [ec] = co_await tick.async_wait(base::nothrow);
+    if (ec) co_return;
+    r.sessions->sweep_grants();
+  }
+}
+
 void start_upkeep(parts_t& r) {
   co_spawn(r.io, expire_names(r), report("name table expiry"));
+  co_spawn(r.io, expire_grants(r), report("grant expiry"));
   co_spawn(r.io,
            watch_memory(r.cfg.overload, r.overload, r.stopping,
                         [&r](base::overload_level from, base::overload_level to, double pressure) {

@@ -21,6 +21,7 @@
 #include "dns/resolver.hpp"
 #include "policy/config.hpp"
 #include "policy/redirect_grants.hpp"
+#include "policy/session_grants.hpp"
 #include "policy/snapshot.hpp"
 #include "policy/store.hpp"
 #include "proxy/connection.hpp"
@@ -100,6 +101,7 @@ struct instance::parts {
   std::optional<boost::asio::ssl::context> tls_upstream;
   std::optional<proxy::inspection_tls> inspection;
   policy::redirect_grants grants;
+  std::unique_ptr<policy::session_grants> session_grants;  // given through the control API
   // Destroyed in reverse order. Coroutines cut short at shutdown are destroyed with the
   // loop, and each still logs its line then: everything they reach (the contexts, the
   // registry, the log) is declared before the loop. What owns sockets or timers on the

@@ -78,7 +78,7 @@ std::string_view metrics::policy_label(std::string_view policy) noexcept {
 }
 
 void metrics::count(const record::decision_record& r) {
-  if (r.event == record::event_kind::session) return;
+  if (r.event == record::event_kind::session || r.event == record::event_kind::grant) return;
   // A connection's end is counted in bytes; only a cut (a deny made mid-connection) is a
   // decision too. Requests' lines (http) carry parts of their connection's bytes.
   if (r.event != record::event_kind::close || r.verdict != policy::verdict::allow) count_decision(r);

@@ -32,8 +32,9 @@ bool overlaps(const policy::cidr& a, const policy::cidr& b) { return a.contains(
 
 }  // namespace
 
-session_registry::session_registry(policy::store& policies, record::decision_sink& log, metrics& m)
-    : policies_(policies), log_(log), metrics_(m) {}
+session_registry::session_registry(policy::store& policies, record::decision_sink& log, metrics& m,
+                                   policy::session_grants* grants)
+    : policies_(policies), log_(log), metrics_(m), grants_(grants) {}
 
 session_registry::~session_registry() {
   {
@@ -87,6 +88,10 @@ registry_result<std::shared_ptr<const policy::snapshot>> session_registry::apply
     opened.push_back(&e);
   }
   publish_index();
+  if (grants_) {
+    for (const auto& e : gone) grants_->forget(e.view.id, policy::session_grants::clock::now());
+    write_ended_grants();
+  }
   for (const auto& e : gone) close_removed(e);
   for (const auto* e : opened) emit_session(*e, "open");
   return snap;
@@ -163,6 +168,11 @@ registry_result<control::session_totals> session_registry::remove(const std::str
   const bool derived = !it->second.extra_allow.empty();
   const entry gone = std::move(it->second);
   sessions_.erase(it);
+  // Its grants end (their connections cut) before its close line.
+  if (grants_) {
+    grants_->forget(id, policy::session_grants::clock::now());
+    write_ended_grants();
+  }
   // No new connection is its from here on, and no line counts towards it.
   publish_runtime_table();
   publish_index();
@@ -181,6 +191,12 @@ registry_result<void> session_registry::set_context(const std::string& id, const
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return refuse(404, "no session '" + id + "'");
   it->second.view.tool_call = tool_call;
+  if (grants_) {
+    // The grants of the tool call that ended end with it (their lines before the next
+    // call's lines are stamped with its id).
+    grants_->tool_call_changed(id, tool_call, policy::session_grants::clock::now());
+    write_ended_grants();
+  }
   for (const auto& [k, v] : labels) {
     auto& mine = it->second.view.labels;
     auto l = std::find_if(mine.begin(), mine.end(), [&](const auto& kv) { return kv.first == k; });

@@ -16,6 +16,7 @@
 #include "control/session_api.hpp"
 #include "daemon/metrics.hpp"
 #include "policy/config.hpp"
+#include "policy/session_grants.hpp"
 #include "policy/store.hpp"
 #include "record/decision_line.hpp"
 
@@ -64,9 +65,23 @@ struct session_tally {
   control::session_totals read() const noexcept;
 };
 
+// A grant as the control API asks for it (policy/session_grants.hpp): what, and until when.
+struct grant_request {
+  std::string allow;  // "HOST[:PORT]", "*.suffix[:PORT]" or "family:NAME"
+  bool tool_call = false;
+  bool session = false;  // lasts until the session ends (and no other scope is given)
+  std::optional<std::chrono::milliseconds> lasts;
+  std::optional<std::uint32_t> connections;
+  bool cut = true;
+  std::string by;
+};
+
 class session_registry final : public record::decision_sink {
  public:
-  session_registry(policy::store& policies, record::decision_sink& log, metrics& m);
+  // `grants`: the sessions' run-time grants, which the registry gives, ends with their tool
+  // calls and sessions, and writes the lines of; null: none are given.
+  session_registry(policy::store& policies, record::decision_sink& log, metrics& m,
+                   policy::session_grants* grants = nullptr);
   // Closes the sessions still open, with their totals. The daemon destroys the registry
   // after its event loops, so the lines of connections cut at shutdown are counted.
   ~session_registry() override;
@@ -93,6 +108,16 @@ class session_registry final : public record::decision_sink {
   registry_result<void> set_context(const std::string& id, const std::string& tool_call,
                                     const record::label_list& labels);
   std::vector<session_view> list() const;
+
+  // Grants (session_registry_grants.cpp). A grant with tool_call ends when the session's
+  // tool call changes (set_context); every grant ends with its session. Each gets a
+  // `grant` line as it is added and as it ends.
+  registry_result<policy::session_grants::view> add_grant(const std::string& id, const grant_request& request);
+  registry_result<std::vector<policy::session_grants::view>> grants_of(const std::string& id);
+  // The number of connections cut.
+  registry_result<std::size_t> revoke_grant(const std::string& id, const std::string& grant);
+  // Ends the grants that expired, with their lines (the daemon calls it every second).
+  void sweep_grants();
   std::optional<session_view> find(const std::string& id) const;
   // The sandbox netns of a runtime session ("" when unknown), for process attribution.
   std::string netns_of(std::string_view id) const;
@@ -135,10 +160,15 @@ class session_registry final : public record::decision_sink {
   void save_state();
   // A session that could not be registered again: bound, but to a policy nobody has.
   void hold(const control::session_request& request, const std::string& why);
+  // The `grant` lines of the grants that ended since the last call; returns how many
+  // connections the last of them (a revoke's) cut.
+  std::size_t write_ended_grants();
+  void write_grant_line(const policy::session_grants::view& g, std::string_view action, std::vector<std::string> notes);
 
   policy::store& policies_;
   record::decision_sink& log_;
   metrics& metrics_;
+  policy::session_grants* grants_;
   mutable std::mutex mutex_;  // guards base_ and sessions_
   policy::config base_;
   std::map<std::string, entry, std::less<>> sessions_;  // ordered: stable listings

@@ -5,6 +5,7 @@
 #include "dns/lookup.hpp"
 #include "dns/wire.hpp"
 #include "policy/cidr.hpp"
+#include "policy/grant_check.hpp"
 #include "policy/own_addresses.hpp"
 #include "policy/redirect_check.hpp"
 #include "policy/special_addresses.hpp"
@@ -257,8 +258,11 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
   }
 
   auto d = session->policy->decide(*name, policy::any_port);
-  // A followed redirect's allowance lets the name resolve; the connection uses it up.
+  // A grant, or a followed redirect's allowance, lets the name resolve; the connection
+  // uses it.
   std::string granted_rule;
+  policy::apply_grant(policy::check_grants(ctx.session_grants, d, session->id, *name, false, 0, policy::wire::unjudged),
+                      d, granted_rule);
   const auto redirect = policy::check_redirects(ctx.grants, d, session->id, *name, false);
   policy::apply_redirect(redirect, d, granted_rule);
   if (redirect.what != policy::redirect_outcome::kind::none) rec.notes.push_back("redirect_from:" + redirect.from_host);

@@ -11,6 +11,7 @@
 #include "dns/name_table.hpp"
 #include "dns/resolver.hpp"
 #include "policy/redirect_grants.hpp"
+#include "policy/session_grants.hpp"
 #include "policy/store.hpp"
 #include "record/decision_line.hpp"
 
@@ -42,8 +43,10 @@ struct query_context {
   // Process attribution for sessions started by airlock (optional, as in the proxy).
   attribution::finder* finder = nullptr;
   std::function<std::string(std::string_view)> netns_of{};
-  // One-shot allowances from redirects the proxy followed (shared with it); optional.
+  // One-shot allowances from redirects the proxy followed, and the sessions' grants
+  // (shared with it); optional.
   policy::redirect_grants* grants = nullptr;
+  policy::session_grants* session_grants = nullptr;
   // Memory pressure (base/overload.hpp): refusing, no query is taken on. Optional.
   const base::overload_state* overload = nullptr;
 };

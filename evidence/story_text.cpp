@@ -175,6 +175,9 @@ class text_renderer {
           for (const auto& src : e.sources) out += " " + printable(src);
         }
         return out;
+      case event_kind::grant:
+        out += "grant " + printable(e.action) + " " + printable(s.name) + " (" + printable(e.rule) + ")";
+        return out;
       case event_kind::dns: {
         out += "dns " + printable(e.qtype.empty() ? "?" : e.qtype) + " " + printable(s.name);
         if (!e.answers.empty()) {

@@ -132,6 +132,10 @@ struct limits_config {
   double session_connections_per_second = 0;       // new, per session (bursts of twice that)
   std::uint64_t session_bytes_up = 0;              // over the session's life
   std::uint64_t session_bytes_down = 0;
+  // Grants given through the control API and live at once (policy/session_grants.hpp):
+  // a request beyond is refused (429), never made room for.
+  std::uint64_t session_grants = 256;
+  std::uint64_t grants = 4096;
 };
 
 // How long a proxied connection may take at each stage. Past `peek` a connection whose

@@ -42,6 +42,8 @@ std::string_view to_string(reason r) noexcept {
     case reason::redirect_allowed: return "redirect_allowed";
     case reason::redirect_not_allowed: return "redirect_not_allowed";
     case reason::upstream_tls: return "upstream_tls";
+    case reason::grant_allowed: return "grant_allowed";
+    case reason::grant_ended: return "grant_ended";
     case reason::internal_error: return "internal_error";
   }
   return "internal_error";

@@ -38,6 +38,8 @@ enum class reason : std::uint8_t {
   redirect_allowed,      // allowed by a one-shot redirect allowance (policy `redirects:`)
   redirect_not_allowed,  // the host was reached by a redirect no `redirects:` entry allows
   upstream_tls,          // inspected connection: the origin's certificate failed verification
+  grant_allowed,         // allowed by a grant the session was given at run time (control API)
+  grant_ended,           // a connection a grant let through, cut because the grant ended
   internal_error,        // a bug: logged so it is never silent
 };
 

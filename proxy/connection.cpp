@@ -94,8 +94,8 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   if (!first.name.empty()) rec.name = first.name;
   if (first.ech) rec.notes.push_back("ech_outer_sni");
   // 4. Decide (proxy/judge.hpp).
-  auto d = judge_transparent(first, dst->address(), port, session->id, *session->policy, ctx.names, ctx.grants,
-                             dns::name_table::clock::now());
+  auto d = judge_transparent(first, dst->address(), port, session->id, *session->policy, ctx.names,
+                             {ctx.grants, ctx.session_grants}, dns::name_table::clock::now());
   if (!d.logged_name.empty()) rec.name = std::move(d.logged_name);
   for (auto& note : d.notes) rec.notes.push_back(std::move(note));
   auto& name = d.name;
@@ -146,7 +146,9 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
       served_target plain = target;
       plain.upgrades = d.protocol == policy::port_protocol::any;
       plain.log_requests = d.inspect || session->policy->redirects_from(*name);
-      plain.granted = d.reason == reason::redirect_allowed;
+      plain.granted = granted_by(d.reason);
+      plain.cut = d.cut.get();
+      plan.cut = d.cut;
       if (!served_not_relayed(plain)) {
         // Named, not a temporary in the co_await (GCC 12 destroys those twice).
         std::shared_ptr<const policy::compiled_policy> judging(snap, session->policy);
@@ -162,6 +164,7 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   if (!co_await steps::connect_and_send_first(client, upstream, ctx, *session->policy, name ? &*name : nullptr, targets,
                                               port, first.bytes, sniffed::kind::unknown, guard, plan.sent_up))
     co_return false;
+  plan.cut = std::move(d.cut);
   line.take(guard);
   co_return true;
 }

@@ -31,7 +31,8 @@ class leaf_minter;
 }
 namespace airlock::policy {
 class redirect_grants;
-}
+class session_grants;
+}  // namespace airlock::policy
 
 namespace airlock::proxy {
 
@@ -75,8 +76,10 @@ struct proxy_context {
   attribution::finder* finder = nullptr;
   std::function<std::string(std::string_view)> netns_of{};
   inspection_tls* inspection = nullptr;
-  // One-shot allowances from followed redirects, shared with the DNS server.
+  // One-shot allowances from followed redirects, and the sessions' grants, shared with
+  // the DNS server.
   policy::redirect_grants* grants = nullptr;
+  policy::session_grants* session_grants = nullptr;
   // Set on the copies other event loops hold: the loop that owns `resolver` and `cache`
   // (neither is thread-safe), where own resolution runs. Everything else a context points
   // at (policy, log, name table, limits, connection ids, inspection, grants) is shared

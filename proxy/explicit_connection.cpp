@@ -112,7 +112,7 @@ judgement judge_proxy_request(const sniffed& request, const asio::ip::address* l
   } else {
     // A redirect followed inside an inspected tunnel lets this one through (once). A
     // tunnel's protocol is judged on its first bytes (judge_tunnel_bytes), a request's here.
-    d = judge_host(request.name, port, session.id, *session.policy, ctx.grants,
+    d = judge_host(request.name, port, session.id, *session.policy, {ctx.grants, ctx.session_grants},
                    tunnel ? policy::wire::unjudged : policy::wire::http);
     if (!d.logged_name.empty()) rec.name = std::move(d.logged_name);
     for (auto& note : d.notes) rec.notes.push_back(std::move(note));
@@ -144,7 +144,9 @@ asio::awaitable<bool> open_tunnel(tcp::socket& client, const sniffed& request, c
     served_target target{*session.policy, *name, port, targets, true};
     target.upgrades = carried == policy::port_protocol::any;
     target.log_requests = session.policy->redirects_from(*name);
-    target.granted = rec.reason == reason::redirect_allowed;
+    target.granted = granted_by(rec.reason);
+    target.cut = granted.cut.get();
+    plan.cut = granted.cut;
     if (!served_not_relayed(target)) {
       // Named, not a temporary in the co_await (GCC 12 destroys those twice).
       std::shared_ptr<const policy::compiled_policy> judging(snap, session.policy);
@@ -157,6 +159,7 @@ asio::awaitable<bool> open_tunnel(tcp::socket& client, const sniffed& request, c
   if (!co_await steps::connect_and_send_first(client, upstream, ctx, *session.policy, name ? &*name : nullptr, targets,
                                               port, inside->bytes, inside->type, guard, plan.sent_up))
     co_return false;
+  plan.cut = granted.cut;
   line.take(guard);
   co_return true;
 }
@@ -278,7 +281,8 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
     target.upgrades = d.protocol == policy::port_protocol::any;
     target.log_requests = d.inspect || session->policy->redirects_from(*name);
     target.from_proxy_client = true;
-    target.granted = d.reason == reason::redirect_allowed;
+    target.granted = granted_by(d.reason);
+    target.cut = d.cut.get();
     co_await serve_plain_http(client, first, target, guard, ctx, ticket);
     co_return false;
   }

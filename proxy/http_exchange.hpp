@@ -41,8 +41,10 @@ struct exchange_setup {
   // headers meant for the proxy (Proxy-Authorization, Proxy-Connection).
   bool from_proxy_client = false;
   // The connection was let through by a followed redirect's one-shot allowance (used up by
-  // then): its requests for the same host stand on that, not on a rule.
-  bool granted = false;
+  // then) or a grant: its requests for the same host stand on that, not on a rule; while
+  // the grant's `cut` switch is not pulled.
+  std::optional<policy::reason> granted = std::nullopt;
+  const base::cut_switch* cut = nullptr;
 };
 
 struct exchange_totals {

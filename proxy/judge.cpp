@@ -1,5 +1,6 @@
 #include "proxy/judge.hpp"
 
+#include "policy/grant_check.hpp"
 #include "policy/redirect_check.hpp"
 
 #include <algorithm>
@@ -63,18 +64,26 @@ judgement with_spoken(judgement j, const sniffed& first) {
 
 }  // namespace
 
+std::optional<reason> granted_by(reason r) noexcept {
+  if (r == reason::redirect_allowed || r == reason::grant_allowed) return r;
+  return std::nullopt;
+}
+
 judgement judge_host(std::string_view host, std::uint16_t port, std::string_view session,
-                     const policy::compiled_policy& policy, policy::redirect_grants* grants, policy::wire spoken) {
+                     const policy::compiled_policy& policy, const allowances& given, policy::wire spoken) {
   auto parsed = policy::domain_name::parse(host);
   if (!parsed.has_value()) return refused(reason::invalid_name);
   auto d = policy.decide(*parsed, port, spoken);
-  std::string granted_rule;  // d.rule's text when a redirect's allowance decided
+  std::string granted_rule;  // d.rule's text when a grant or a redirect's allowance decided
+  auto use = policy::check_grants(given.grants, d, session, *parsed, true, port, spoken);
+  policy::apply_grant(use, d, granted_rule);
   // A redirect's allowance is for the web request the redirect sent the client to.
   const auto redirect = spoken == policy::wire::opaque
                             ? policy::redirect_outcome{}
-                            : policy::check_redirects(grants, d, session, *parsed, true, port, spoken);
+                            : policy::check_redirects(given.redirects, d, session, *parsed, true, port, spoken);
   policy::apply_redirect(redirect, d, granted_rule);
   judgement j = from(d);
+  if (use) j.cut = std::move(use->cut);
   j.logged_name = parsed->str();
   j.name = std::move(*parsed);
   if (redirect.what != policy::redirect_outcome::kind::none) j.notes.push_back("redirect_from:" + redirect.from_host);
@@ -88,14 +97,14 @@ judgement judge_address(const boost::asio::ip::address& address, std::uint16_t p
 
 judgement judge_transparent(const sniffed& first, const boost::asio::ip::address& dst, std::uint16_t port,
                             std::string_view session, const policy::compiled_policy& policy,
-                            const dns::name_table& names, policy::redirect_grants* grants,
+                            const dns::name_table& names, const allowances& given,
                             dns::name_table::clock::time_point now) {
   if (first.failure) return refused(*first.failure);
   // Host says one port, the packet another: ambiguous, so refused.
   if (first.type == sniffed::kind::http && first.port && *first.port != port)
     return refused(reason::parse_error, "host_port_mismatch");
   if (!first.name.empty() && !policy::is_ip_literal(first.name))
-    return with_spoken(judge_host(first.name, port, session, policy, grants, spoken_by(first, false)), first);
+    return with_spoken(judge_host(first.name, port, session, policy, given, spoken_by(first, false)), first);
 
   // No name at all (or an address written as one): a cidr rule, or an address this session
   // got from airlock's DNS for a name allowed on this port.
@@ -110,20 +119,39 @@ judgement judge_transparent(const sniffed& first, const boost::asio::ip::address
   };
   std::optional<policy::decision> best;
   std::optional<policy::domain_name> inspecting;
+  std::optional<policy::domain_name> granted;  // best stands on a grant for this name
+  std::string candidate_rule, best_rule;       // a grant's rule text, for the decisions' views
   for (const auto& e : names.lookup(session, dst, now)) {
     auto known = policy::domain_name::parse(e.name);
     if (!known.has_value()) continue;
-    const auto nd = policy.decide(*known, port, nameless);
+    auto nd = policy.decide(*known, port, nameless);
+    // Asked, not taken: only the name that wins uses the grant.
+    policy::apply_grant(policy::check_grants(given.grants, nd, session, *known, false, port, nameless), nd,
+                        candidate_rule);
     if (!best || rank(nd) > rank(*best)) {
       best = nd;
       j.logged_name = e.name;  // named in the log even when denied (e.g. port_not_allowed)
       if (nd.verdict == verdict::allow && nd.inspect) inspecting = std::move(*known);
+      else if (nd.reason == reason::grant_allowed) {
+        best_rule = candidate_rule;
+        best->rule = best_rule;
+        granted = std::move(*known);
+      }
     }
     if (rank(nd) == 3) break;
   }
   if (!best) return j;
   auto logged = std::move(j.logged_name);
+  std::shared_ptr<base::cut_switch> cut;
+  if (best->reason == reason::grant_allowed) {
+    // Now the connection uses it (it may have ended since it was asked).
+    best = policy.decide(*granted, port, nameless);
+    auto use = policy::check_grants(given.grants, *best, session, *granted, true, port, nameless);
+    policy::apply_grant(use, *best, best_rule);
+    if (use) cut = std::move(use->cut);
+  }
   j = with_spoken(from(*best), first);
+  j.cut = std::move(cut);
   j.logged_name = std::move(logged);
   j.notes.push_back("name_from_dns_answer");
   if (inspecting) {
@@ -155,14 +183,16 @@ judgement judge_tunnel(const sniffed& first, const judgement& granted, std::stri
       return refused(reason::sni_connect_mismatch, (first.type == sniffed::kind::tls ? "sni:" : "host:") + first.name);
   }
   const auto spoken = spoken_by(first, false);
-  if (granted.reason == reason::redirect_allowed) {
-    // What the redirect's scheme speaks, and only that: an http:// redirect is no TLS tunnel.
-    if (spoken != policy::wire::opaque && policy::admits(granted.protocol, spoken)) return granted;
+  if (granted.reason == reason::redirect_allowed || granted.reason == reason::grant_allowed) {
+    // What the redirect's scheme speaks, and only that: an http:// redirect is no TLS
+    // tunnel. A grant's port carries what that port does (any bytes off 80 and 443).
+    const bool opaque_ok = granted.reason == reason::grant_allowed;
+    if ((opaque_ok || spoken != policy::wire::opaque) && policy::admits(granted.protocol, spoken)) return granted;
     auto j = refused(reason::protocol_not_allowed, spoke_note(first));
     j.rule = granted.rule;
     return j;
   }
-  return with_spoken(judge_host(host, port, {}, policy, nullptr, spoken), first);
+  return with_spoken(judge_host(host, port, {}, policy, {}, spoken), first);
 }
 
 request_judgement judge_request(const http_head::request& r, const request_scope& scope, std::uint64_t number,
@@ -196,7 +226,12 @@ request_judgement judge_request(const http_head::request& r, const request_scope
     j.note = r.method == "CONNECT" ? std::string("method:CONNECT") : "upgrade:" + r.upgrade;
     return j;
   }
-  const auto d = scope.granted ? policy::decision{verdict::allow, reason::redirect_allowed, scope.granted_rule}
+  if (scope.cut != nullptr && scope.cut->pulled()) {
+    j.reason = reason::grant_ended;
+    j.rule = scope.granted_rule;
+    return j;
+  }
+  const auto d = scope.granted ? policy::decision{verdict::allow, *scope.granted, scope.granted_rule}
                                : scope.policy.decide_request(scope.name, scope.port, r.method,
                                                              http_head::origin_target(r.target, r.absolute_form));
   j.verdict = d.verdict;

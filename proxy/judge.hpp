@@ -4,9 +4,11 @@
 // session got that address for from airlock's DNS). Pure but for the one-shot redirect
 // allowance a connection uses up, so the listeners and the property fuzz target
 // (tests/fuzz/fuzz_judge.cpp, ROBUSTNESS F3) run the same code.
+#include "base/cut_switch.hpp"
 #include "dns/name_table.hpp"
 #include "policy/domain_name.hpp"
 #include "policy/redirect_grants.hpp"
+#include "policy/session_grants.hpp"
 #include "policy/snapshot.hpp"
 #include "proxy/first_bytes.hpp"
 #include "proxy/http_head.hpp"
@@ -14,6 +16,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,16 +33,31 @@ struct judgement {
   std::optional<policy::domain_name> name;  // airlock connects to its own resolution of it; none: to the destination
   std::string logged_name;                  // the line's name (also on a denial); empty: the caller's stands
   std::vector<std::string> notes;
+  // Let through by a grant that cuts its connections when it ends: pulled then.
+  std::shared_ptr<base::cut_switch> cut;
 
   bool allowed() const noexcept { return verdict != policy::verdict::deny; }
 };
 
+// What a session holds beside its policy: a followed redirect's one-shot allowances, and
+// the grants it was given at run time. Either may be absent.
+struct allowances {
+  policy::redirect_grants* redirects = nullptr;
+  policy::session_grants* grants = nullptr;
+};
+
+// The run-time reason a connection or request stands on instead of a rule (a redirect's
+// allowance, a grant), or none.
+std::optional<policy::reason> granted_by(policy::reason r) noexcept;
+
 // A host as a client named it (SNI, Host, CONNECT) in bytes that spoke `spoken`:
-// invalid_name when it is no domain name; else the policy's decision, where a followed
-// redirect's allowance for this session may turn host_not_allowed into an allow (and is
-// used up) for a web request (TLS, HTTP, or a CONNECT whose tunnel is judged next).
+// invalid_name when it is no domain name; else the policy's decision, where a grant of
+// this session may turn a decision that lacked a rule (host_not_allowed, port_not_allowed)
+// into an allow (counting a connection), and else a followed redirect's allowance may turn
+// host_not_allowed into one (used up) for a web request (TLS, HTTP, or a CONNECT whose
+// tunnel is judged next).
 judgement judge_host(std::string_view host, std::uint16_t port, std::string_view session,
-                     const policy::compiled_policy& policy, policy::redirect_grants* grants, policy::wire spoken);
+                     const policy::compiled_policy& policy, const allowances& given, policy::wire spoken);
 
 // An address the client named (CONNECT 198.51.100.7:443): only a cidr rule allows it.
 judgement judge_address(const boost::asio::ip::address& address, std::uint16_t port,
@@ -55,14 +73,15 @@ policy::wire spoken_by(const sniffed& first, bool by_address) noexcept;
 // denied with its reason; an HTTP Host naming another port than the packet's is refused
 // (host_port_mismatch); a name is judged by judge_host; no name (or an address written as
 // one) only by a cidr rule, or by the best of the names `names` holds for this session and
-// address: one that allows with inspection, then one that allows, then a denial to name.
+// address: one that allows with inspection, then one that allows (by a rule, or by a
+// grant of this session for that name), then a denial to name.
 // Every rule judges what was spoken against its port's protocol (policy/port_protocol.hpp):
 // opaque bytes, a name-less TLS hello or HTTP where a rule wants TLS naming its host are
 // protocol_not_allowed, with a note saying what was spoken. Opaque bytes towards an
 // address whose allowing name inspects are refused.
 judgement judge_transparent(const sniffed& first, const boost::asio::ip::address& dst, std::uint16_t port,
                             std::string_view session, const policy::compiled_policy& policy,
-                            const dns::name_table& names, policy::redirect_grants* grants,
+                            const dns::name_table& names, const allowances& given,
                             dns::name_table::clock::time_point now);
 
 // The first bytes inside a CONNECT tunnel the explicit listener granted for `host` (a name,
@@ -71,7 +90,8 @@ judgement judge_transparent(const sniffed& first, const boost::asio::ip::address
 // tunnel would carry another host); then the CONNECT's name is judged again with what was
 // spoken (a name-less hello or opaque bytes pass only a port that carries `any`), or its
 // address, by a cidr rule, with the bytes' kind. A CONNECT a redirect's allowance let
-// through (used up by then) carries a web request, TLS or HTTP, and nothing else.
+// through (used up by then) carries a web request, TLS or HTTP, and nothing else; one a
+// grant let through carries what the grant's port does.
 judgement judge_tunnel(const sniffed& first, const judgement& granted, std::string_view host, std::uint16_t port,
                        const policy::compiled_policy& policy);
 
@@ -83,10 +103,12 @@ struct request_scope {
   std::uint16_t port;
   bool tls;
   bool upgrades;  // the port carries `any`: a request may switch protocols (plain HTTP only)
-  // Let through by a followed redirect's allowance: its requests for the same host stand
-  // on that (`granted_rule`), not on a rule.
-  bool granted = false;
+  // Let through by a followed redirect's allowance or a grant (granted_by): its requests
+  // for the same host stand on that (`granted_rule`), not on a rule. A grant's `cut`
+  // switch pulled (the grant ended) refuses them, grant_ended.
+  std::optional<policy::reason> granted = std::nullopt;
   std::string_view granted_rule = {};
+  const base::cut_switch* cut = nullptr;
 };
 
 struct request_judgement {

@@ -27,7 +27,8 @@ plain_requests::plain_requests(proxy_context& ctx, std::shared_ptr<const policy:
       name_(t.name),
       port_(t.port),
       granted_(t.granted),
-      granted_rule_(granted_rule) {
+      granted_rule_(granted_rule),
+      cut_(t.cut) {
   connected(connection);
 }
 
@@ -59,7 +60,7 @@ unsigned plain_requests::refused(record::decision_record rec, unsigned status) {
 }
 
 unsigned plain_requests::request(const http_head::request& r, std::uint64_t number) {
-  const request_scope scope{*policy_, name_, port_, false, false, granted_, granted_rule_};
+  const request_scope scope{*policy_, name_, port_, false, false, granted_, granted_rule_, cut_};
   const auto j = judge_request(r, scope, number, plain_host_);
   if (j.verdict == verdict::allow) return 0;  // the connection's line stands for it
   auto rec = line_for();

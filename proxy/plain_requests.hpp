@@ -47,10 +47,11 @@ class plain_requests final : private request_gate::judge {
   std::shared_ptr<const policy::compiled_policy> policy_;
   policy::domain_name name_;
   std::uint16_t port_;
-  bool granted_;
+  std::optional<policy::reason> granted_;
   std::string granted_rule_;
-  std::string connection_;  // the connection's record, packed (record/packed.hpp): its shared fields
-  std::string plain_host_;  // judge_request's: the first request's host and port
+  const base::cut_switch* cut_;  // the grant's, when one let the connection through
+  std::string connection_;       // the connection's record, packed (record/packed.hpp): its shared fields
+  std::string plain_host_;       // judge_request's: the first request's host and port
   std::unique_ptr<record::decision_record> refusal_;  // the refused request's line, once there is one
   request_gate gate_{*this};
 };

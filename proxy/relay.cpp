@@ -19,8 +19,10 @@ template <typename Handler>
 class relay_with_handler final : public relay_op {
  public:
   relay_with_handler(Handler handler, asio::ip::tcp::socket& client, asio::ip::tcp::socket& upstream,
-                     std::chrono::steady_clock::duration idle_limit, relay_meter* meter, request_gate* gate)
-      : relay_op(&relay_with_handler::end, client, upstream, idle_limit, meter, gate), handler_(std::move(handler)) {}
+                     std::chrono::steady_clock::duration idle_limit, relay_meter* meter, request_gate* gate,
+                     base::cut_switch* cut)
+      : relay_op(&relay_with_handler::end, client, upstream, idle_limit, meter, gate, cut),
+        handler_(std::move(handler)) {}
 
  private:
   static void end(relay_op& op, bool ran) {
@@ -42,11 +44,11 @@ class relay_with_handler final : public relay_op {
 
 asio::awaitable<relay_totals> relay(tcp::socket& client, tcp::socket& upstream,
                                     std::chrono::steady_clock::duration idle_limit, relay_meter* meter,
-                                    request_gate* gate) {
+                                    request_gate* gate, base::cut_switch* cut) {
   return asio::async_initiate<decltype(asio::use_awaitable), void(relay_totals)>(
-      [&client, &upstream, idle_limit, meter, gate](auto handler) {
+      [&client, &upstream, idle_limit, meter, gate, cut](auto handler) {
         auto* op = new relay_with_handler<decltype(handler)>(std::move(handler), client, upstream, idle_limit, meter,
-                                                             gate);
+                                                             gate, cut);
         op->start();
       },
       asio::use_awaitable);

@@ -23,6 +23,7 @@
 // relay() is a single asynchronous operation driven by completion handlers, not a
 // coroutine per direction joined with && and || (that shape weighed several KiB per
 // connection; see proxy/README.md, "Memory per idle connection").
+#include "base/cut_switch.hpp"
 #include "proxy/request_gate.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -41,7 +42,8 @@ struct relay_totals {
   std::uint64_t up = 0;    // client -> upstream
   std::uint64_t down = 0;  // upstream -> client
   bool idle_timeout = false;
-  bool cut = false;  // the meter said stop (a session's byte budget is spent); both were reset
+  bool cut = false;  // the meter said stop (a session's byte budget is spent), or the cut switch; both were reset
+  bool grant_ended = false;  // the cut was the switch's: the grant that let the connection through ended
   reset_by reset = reset_by::none;
 };
 
@@ -65,8 +67,11 @@ class relay_meter {
 // with a reset (`totals.reset`, or a cut), both sockets come back closed: that close is what
 // sent the resets. When both ways ended with a FIN they come back closed too (the last FIN
 // is sent by the close). After the idle limit they are left open, shut both ways.
+//
+// With a cut switch (base/cut_switch.hpp), pulling it ends the relay at once, idle or not,
+// as a cut: both peers are reset.
 boost::asio::awaitable<relay_totals> relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
                                            std::chrono::steady_clock::duration idle_limit, relay_meter* meter = nullptr,
-                                           request_gate* gate = nullptr);
+                                           request_gate* gate = nullptr, base::cut_switch* cut = nullptr);
 
 }  // namespace airlock::proxy

@@ -85,16 +85,21 @@ bool stopped_at_urgent_byte(tcp::socket& s, bool ended) noexcept {
 }  // namespace
 
 relay_op::relay_op(end_fn on_end, tcp::socket& client, tcp::socket& upstream,
-                   std::chrono::steady_clock::duration idle_limit, relay_meter* meter, request_gate* gate)
+                   std::chrono::steady_clock::duration idle_limit, relay_meter* meter, request_gate* gate,
+                   base::cut_switch* cut)
     : on_end_(on_end),
       watch_(base::deadline_watch::of(client.get_executor())),
       idle_limit_(idle_limit),
       meter_(meter),
       gate_(gate),
+      cut_(cut),
       ways_{way{client, upstream, true, &relay_op::edge_ready<0>, this},
             way{upstream, client, false, &relay_op::edge_ready<1>, this}} {}
 
-relay_op::~relay_op() { watch_.forget(*this); }
+relay_op::~relay_op() {
+  if (cut_) cut_->disarm();
+  watch_.forget(*this);
+}
 
 void relay_op::way::let_go() {
   spares<copy_buffer>().give_back(std::move(buffer));
@@ -116,6 +121,9 @@ void relay_op::start() {
   }
   on_due = [](base::deadline_watch::entry& e) { static_cast<relay_op&>(e).timed_out(); };
   watch_.watch(*this, idle_limit_, ways_[0].from.get_executor());
+  if (cut_)
+    cut_->arm(
+        ways_[0].from.get_executor(), [](void* op) { static_cast<relay_op*>(op)->switched_off(); }, this);
   // A gate that refused a request among the first bytes: only the answers to the ones
   // before it are still to come.
   if (gate_ != nullptr && gate_->refused() != 0) refused(ways_[0]);
@@ -333,6 +341,13 @@ void relay_op::timed_out() {
   if (over()) return;
   totals_.idle_timeout = true;
   end_both();
+}
+
+// The cut switch was pulled (the grant behind the connection ended): both peers are reset.
+void relay_op::switched_off() {
+  if (over()) return;
+  totals_.cut = totals_.grant_ended = true;
+  end_with_reset();
 }
 
 // The gate refused a request: nothing more from the client. The upstream hears a FIN

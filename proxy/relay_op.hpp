@@ -47,7 +47,8 @@ class relay_op : private base::deadline_watch::entry {
   using end_fn = void (*)(relay_op& op, bool ran);
 
   relay_op(end_fn on_end, boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
-           std::chrono::steady_clock::duration idle_limit, relay_meter* meter, request_gate* gate);
+           std::chrono::steady_clock::duration idle_limit, relay_meter* meter, request_gate* gate,
+           base::cut_switch* cut);
   ~relay_op();
 
   const relay_totals& totals() const noexcept { return totals_; }
@@ -127,6 +128,7 @@ class relay_op : private base::deadline_watch::entry {
 
   // Endings.
   void timed_out();
+  void switched_off();
   void refused(way& w);
   void eof(way& w);
   way& other(const way& w) noexcept { return &w == &ways_[0] ? ways_[1] : ways_[0]; }
@@ -141,6 +143,7 @@ class relay_op : private base::deadline_watch::entry {
   std::chrono::steady_clock::duration idle_limit_;
   relay_meter* meter_;
   request_gate* gate_;
+  base::cut_switch* cut_;
   bool refusing_ = false;  // the gate refused: the client is left open when the relay ends
   relay_totals totals_{};
   int holds_ = 0;

@@ -132,6 +132,7 @@ asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, cons
   x.log_allowed = t.log_requests;
   x.from_proxy_client = t.from_proxy_client;
   x.granted = t.granted;
+  x.cut = t.cut;
   const auto totals = co_await serve_requests(sandbox, upstream, x);
   // Allowed requests without lines of their own: the connection's line counts them.
   if (!t.log_requests) rec.notes.push_back("requests:" + std::to_string(totals.requests));

@@ -30,7 +30,10 @@ struct served_target {
   bool upgrades = false;
   bool log_requests = true;
   bool from_proxy_client = false;
-  bool granted = false;  // allowed by a redirect's one-shot allowance
+  // Allowed by a redirect's one-shot allowance or a grant (judge.hpp, granted_by); a
+  // grant's cut switch, when it cuts: pulled, the connection's next request is refused.
+  std::optional<policy::reason> granted = std::nullopt;
+  const base::cut_switch* cut = nullptr;
 };
 
 boost::asio::awaitable<void> serve_inspected(boost::asio::ip::tcp::socket& client, sniffed& first,

@@ -56,6 +56,7 @@ record::close_facts relay_outcome(const relay_totals& totals, std::uint64_t sent
   if (totals.reset == reset_by::client) facts.notes.push_back("client_reset");
   if (totals.reset == reset_by::upstream) facts.notes.push_back("upstream_reset");
   facts.cut = totals.cut;
+  facts.grant_ended = totals.grant_ended;
   if (totals.cut) facts.budget = ticket.spent();
   return facts;
 }
@@ -70,7 +71,7 @@ asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, p
   relay_plan plan;
   if (!co_await judge(client, peer, upstream, ctx, ticket, line, plan)) co_return;
   auto* gate = plan.requests ? &plan.requests->gate() : nullptr;
-  const auto totals = co_await relay(client, upstream, idle_limit(ctx), &ticket, gate);
+  const auto totals = co_await relay(client, upstream, idle_limit(ctx), &ticket, gate, plan.cut.get());
   // The close line leaves before a refused request's answer is written: a shutdown that cuts
   // that write then cannot take the line's byte counts with it.
   line.close(relay_outcome(totals, plan.sent_up, ticket, gate));

@@ -48,13 +48,15 @@ inline record::decision_line connection_line(record::decision_sink& sink, record
 record::close_facts relay_outcome(const relay_totals& totals, std::uint64_t sent_up, const limiter::ticket& ticket,
                                   const request_gate* gate);
 
-// What a judged connection hands its relay: the client's bytes already sent up, and for
-// plain HTTP relayed as bytes the gate its requests pass (proxy/plain_requests.hpp).
+// What a judged connection hands its relay: the client's bytes already sent up, for
+// plain HTTP relayed as bytes the gate its requests pass (proxy/plain_requests.hpp), and
+// the cut switch of the grant that let it through (judgement::cut).
 struct relay_plan {
   relay_plan();
   ~relay_plan();
   std::uint64_t sent_up = 0;
   std::unique_ptr<plain_requests> requests;
+  std::shared_ptr<base::cut_switch> cut;
 };
 
 // A connection's life after its accept, for both listeners: `judge` reads, decides and

@@ -204,6 +204,19 @@ void session_fields(line& out, const decision_record& r) {
   number_or_null(out, "duration_ms", r.duration_ms);
 }
 
+void grant_fields(line& out, const decision_record& r) {
+  // A grant is not a decision either: what it allows (`name`, as asked) and its `rule`,
+  // which the decisions it allows name.
+  out += ",\"client\":null";
+  string_or_null(out, "name", r.name);
+  out += ",\"dst\":null,\"upstream\":null,\"proto\":null,\"verdict\":null,\"reason\":null";
+  string_or_null(out, "rule", r.rule);
+  out += ",\"conn\":null";
+  string_or_null(out, "action", r.action);
+  string_or_null(out, "policy", r.policy);
+  if (!r.notes.empty()) string_array(out, "notes", r.notes);
+}
+
 }  // namespace
 
 std::string_view to_string(event_kind e) noexcept {
@@ -214,6 +227,7 @@ std::string_view to_string(event_kind e) noexcept {
     case event_kind::session: return "session";
     case event_kind::close: return "close";
     case event_kind::log_dropped: return "log_dropped";
+    case event_kind::grant: return "grant";
     case event_kind::other: return "other";
   }
   return "connect";
@@ -253,8 +267,8 @@ void append_json_line(std::string& text, const decision_record& r) {
   }
   out += '}';
   string_or_null(out, "tool_call", r.tool_call);
-  if (r.event == event_kind::session) {
-    session_fields(out, r);
+  if (r.event == event_kind::session || r.event == event_kind::grant) {
+    (r.event == event_kind::session ? session_fields : grant_fields)(out, r);
     out += "}\n";
     out.finish();
     return;

@@ -17,7 +17,8 @@ namespace airlock::record {
 // except for a connection a budget cut (then a deny, limit_exceeded). `log_dropped` says
 // how many lines the writer lost; `other` is what a reader makes of an event it does not
 // know (a newer writer's).
-enum class event_kind : std::uint8_t { dns, connect, http, session, close, log_dropped, other };
+// `grant` says a session was given a grant at run time (action add) or that it ended (end).
+enum class event_kind : std::uint8_t { dns, connect, http, session, close, log_dropped, grant, other };
 
 // The `schema` field of every line: 2 since a connection's line is written when it is
 // decided and its totals come in a `close` line (1: one line at the end, no field).
@@ -62,8 +63,8 @@ struct decision_record {
   std::string process_json;
   // free-form facts worth keeping, e.g. "ech" when the ClientHello carried ECH
   std::vector<std::string> notes;
-  // session events only
-  std::string action;  // open, close
+  // session and grant events
+  std::string action;  // session: open, close; grant: add, end
   std::string mode;    // the session's policy mode: enforce, audit
   std::vector<std::string> sources;
   std::optional<std::uint64_t> dns_queries;

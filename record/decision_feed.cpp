@@ -7,7 +7,9 @@ namespace airlock::record {
 bool feed_filter::passes(const decision_record& r) const noexcept {
   if (!session.empty() && r.session != session) return false;
   // A session's open and close are not decisions (their verdict is no field of the line).
-  if (denials_only && (r.event == event_kind::session || r.verdict == policy::verdict::allow)) return false;
+  if (denials_only &&
+      (r.event == event_kind::session || r.event == event_kind::grant || r.verdict == policy::verdict::allow))
+    return false;
   return true;
 }
 

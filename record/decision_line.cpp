@@ -73,6 +73,12 @@ void mark_cut(decision_record& rec, std::string_view budget) {
   rec.notes.push_back("cut_open_connection");
 }
 
+void mark_grant_ended(decision_record& rec) {
+  rec.verdict = policy::verdict::deny;
+  rec.reason = policy::reason::grant_ended;
+  rec.notes.push_back("cut_open_connection");
+}
+
 decision_line::decision_line(decision_sink& sink, decision_record& rec, timing t) noexcept
     : sink_(&sink), rec_(&rec), timing_(t), owed_(true) {}
 
@@ -141,7 +147,8 @@ void decision_line::leave(close_facts* facts) noexcept {
       rec.bytes_up = facts->bytes_up;
       rec.bytes_down = facts->bytes_down;
       for (auto& n : facts->notes) rec.notes.push_back(std::move(n));
-      if (facts->cut) mark_cut(rec, facts->budget);
+      if (facts->grant_ended) mark_grant_ended(rec);
+      else if (facts->cut) mark_cut(rec, facts->budget);
     }
     sink_->emit(rec);
   } catch (...) {

@@ -29,10 +29,14 @@ struct close_facts {
   std::vector<std::string> notes{};  // idle_timeout, client_reset, requests:N...
   bool cut = false;                  // a budget cut the connection: the line becomes a deny
   std::string_view budget{};         // which one (limit:NAME)
+  bool grant_ended = false;          // the cut was the end of the grant that let it through
 };
 
 // A close line that a budget cut: a deny, limit_exceeded, naming the budget.
 void mark_cut(decision_record& rec, std::string_view budget);
+// A close line of a connection cut because the grant that let it through ended: a deny,
+// grant_ended, its rule still the grant's.
+void mark_grant_ended(decision_record& rec);
 
 class decision_line {
  public:

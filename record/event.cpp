@@ -64,7 +64,7 @@ process_info process_of(const json::object& o) {
 // The writer's own names (to_string), so the two cannot drift apart.
 event_kind kind_of(std::string_view e) {
   for (auto k : {event_kind::dns, event_kind::connect, event_kind::http, event_kind::session, event_kind::close,
-                 event_kind::log_dropped})
+                 event_kind::log_dropped, event_kind::grant})
     if (to_string(k) == e) return k;
   return event_kind::other;
 }

@@ -155,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     static constexpr std::array<const char*, 6> connect_hosts{"allowed.test", "ssh.test",   "inspect.test",
                                                               "evil.test",    "x.cdn.test", "no.cdn.test"};
     const char* host = connect_hosts[data[0] % connect_hosts.size()];
-    const auto granted = airlock::proxy::judge_host(host, port, "s", policy, &tunnel_grants,
+    const auto granted = airlock::proxy::judge_host(host, port, "s", policy, {&tunnel_grants, nullptr},
                                                     airlock::policy::wire::unjudged);
     if (granted.allowed()) {
       const auto t = airlock::proxy::judge_tunnel(first, granted, host, port, policy);
@@ -169,7 +169,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  const auto j = airlock::proxy::judge_transparent(first, dst, port, "s", policy, names, &grants, now);
+  const auto j = airlock::proxy::judge_transparent(first, dst, port, "s", policy, names, {&grants, nullptr}, now);
 
   require(!j.rule.empty());
   require(j.reason != airlock::policy::reason::internal_error);

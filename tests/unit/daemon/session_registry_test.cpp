@@ -299,3 +299,88 @@ TEST_CASE("session requests are parsed strictly") {
   CHECK(daemon::parse_session_request(R"({"labels":{"k":1}})").error() == "labels.k: expected a string");
   CHECK(daemon::parse_session_request(R"({"polcy":"x"})").error().find("unknown field 'polcy'") != std::string::npos);
 }
+
+TEST_CASE("grants: given with a line, ended with their tool call or session, each end with its line") {
+  collect log;
+  daemon::metrics stats;
+  policy::store store(*policy::snapshot::compile(policy::config{}));
+  policy::session_grants grants({4, 16});
+  daemon::session_registry registry(store, log, stats, &grants);
+  auto cfg = policy::load_config_text(config_text, "airlock.yaml");
+  REQUIRE(cfg.has_value());
+  REQUIRE(registry.apply(*cfg).has_value());
+  REQUIRE(registry.add(request("sbx-1", {"198.18.0.2/32"})).has_value());
+  const auto name = *policy::domain_name::parse("files.example.org");
+  const auto now = policy::session_grants::clock::now();
+
+  daemon::grant_request g;
+  g.allow = "files.example.org";
+  g.tool_call = true;
+  auto refused = registry.add_grant("sbx-1", g);  // no tool call yet
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().status == 409);
+  CHECK(registry.add_grant("nobody", g).error().status == 404);
+  daemon::grant_request no_scope;
+  no_scope.allow = "files.example.org";
+  CHECK(registry.add_grant("sbx-1", no_scope).error().status == 400);
+  daemon::grant_request address;
+  address.allow = "198.51.100.7:443";
+  address.session = true;
+  CHECK(registry.add_grant("sbx-1", address).error().messages.front().find("is an address") != std::string::npos);
+
+  REQUIRE(registry.set_context("sbx-1", "call-1", {}).has_value());
+  auto added = registry.add_grant("sbx-1", g);
+  REQUIRE(added.has_value());
+  CHECK(added->tool_call == "call-1");
+  CHECK(log.lines.back().event == record::event_kind::grant);
+  CHECK(log.lines.back().action == "add");
+  CHECK(log.lines.back().rule == "grant:" + added->id);
+  CHECK(log.lines.back().tool_call == "call-1");
+  CHECK(log.lines.back().notes == std::vector<std::string>{"until_tool_call_ends"});
+  auto conn = grants.take("sbx-1", name, 443, policy::wire::tls, now);
+  REQUIRE(conn);
+
+  // The next tool call ends it: its line says why, how many it let through and cut, and
+  // is stamped with the tool call it belonged to.
+  REQUIRE(registry.set_context("sbx-1", "call-2", {}).has_value());
+  CHECK(conn->cut->pulled());
+  CHECK(log.lines.back().action == "end");
+  CHECK(log.lines.back().tool_call == "call-1");
+  CHECK(log.lines.back().notes == std::vector<std::string>{"ended:tool_call_ended", "connections:1", "cut:1"});
+  CHECK(registry.grants_of("sbx-1")->empty());
+
+  // A grant for the session's life ends with it, before its close line.
+  daemon::grant_request whole;
+  whole.allow = "*.example.org:8443";
+  whole.session = true;
+  REQUIRE(registry.add_grant("sbx-1", whole).has_value());
+  CHECK(log.lines.back().notes == std::vector<std::string>{"until_session_ends"});
+  CHECK(registry.grants_of("sbx-1")->size() == 1);
+  REQUIRE(registry.remove("sbx-1").has_value());
+  const auto end = std::find_if(log.lines.begin(), log.lines.end(), [](const auto& l) {
+    return l.event == record::event_kind::grant && l.action == "end" && l.name == "*.example.org:8443";
+  });
+  REQUIRE(end != log.lines.end());
+  CHECK(end->notes.front() == "ended:session_closed");
+  CHECK(log.lines.back().event == record::event_kind::session);
+  CHECK(grants.size() == 0);
+}
+
+TEST_CASE("grant requests are parsed strictly") {
+  auto ok = daemon::parse_grant_request(R"({"allow":"a.example:22","for":"10m","connections":3,"cut":false,"by":"me"})");
+  REQUIRE(ok.has_value());
+  CHECK(ok->allow == "a.example:22");
+  CHECK(ok->lasts == std::chrono::minutes(10));
+  CHECK(ok->connections == 3u);
+  CHECK_FALSE(ok->cut);
+  CHECK(ok->by == "me");
+  CHECK(daemon::parse_grant_request(R"({"allow":"a.example","for":90})")->lasts == std::chrono::seconds(90));
+  CHECK(daemon::parse_grant_request(R"({"allow":"a.example","session":true})")->session);
+  CHECK(daemon::parse_grant_request(R"({"allow":"a.example","until":"x"})").error().find("unknown field 'until'") !=
+        std::string::npos);
+  CHECK(daemon::parse_grant_request(R"({"for":"1m"})").error().starts_with("allow:"));
+  CHECK(daemon::parse_grant_request(R"({"allow":"a","connections":0})").error().starts_with("connections:"));
+  CHECK(daemon::parse_grant_request(R"({"allow":"a","for":-1})").error().starts_with("for:"));
+  CHECK(daemon::parse_grant_request(R"({"allow":"a","tool_call":"yes"})").error().starts_with("tool_call:"));
+  CHECK(daemon::parse_grant_request("[]").error().starts_with("body:"));
+}

@@ -367,7 +367,8 @@ TEST_CASE("grants: given with a line, ended with their tool call or session, eac
 }
 
 TEST_CASE("grant requests are parsed strictly") {
-  auto ok = daemon::parse_grant_request(R"({"allow":"a.example:22","for":"10m","connections":3,"cut":false,"by":"me"})");
+  auto ok = daemon::parse_grant_request(
+      R"({"allow":"a.example:22","for":"10m","connections":3,"cut":false,"by":"me"})");
   REQUIRE(ok.has_value());
   CHECK(ok->allow == "a.example:22");
   CHECK(ok->lasts == std::chrono::minutes(10));

@@ -11,6 +11,7 @@ int run_nft_rules_command(args a);
 int run_explain_command(args a);
 int run_tail_command(args a);
 int run_grant_command(args a);
+int run_approve_command(args a);
 int run_suggest_command(args a);
 int run_run_command(args a);
 int run_gc_command(args a);
@@ -188,6 +189,43 @@ Exit status: 0 done, 1 when the daemon refused (its reason is printed) or cannot
 reached, 2 for bad arguments.
 )";
 
+constexpr std::string_view approve_help =
+    R"(Usage: airlock approve [--session ID] [--by NAME] [--exec COMMAND] [--json] [--control PATH]
+
+Answers the running daemon's approval questions until interrupted. A policy with
+'approval: {wait: DURATION}' holds a DNS query or connection that its rules deny for want
+of a rule (host_not_allowed, port_not_allowed) for up to that long, while an approver
+decides; 'airlock approve' is one (so is any program reading GET /v1/approvals on the
+control socket). Only while an approver watches a session are its denials held; with
+none, they stand at once. The held client sees only a delay.
+
+Each question shows who wants what (host and port, or a DNS lookup), in which tool call,
+the process, and the denial as 'airlock tail' shows it; the answer is one of
+  o  allow once: a grant of this host (and port) for one connection within a minute
+  s  allow for the session: a grant of this host (and port) until the session ends
+  d  deny (also an empty line): the denial stands now
+Answers are read from stdin, a terminal or a pipe of scripted answers; at its end
+'airlock approve' stops. Without an answer in time the denial stands. Every answer is
+in the decision log: the held line's notes (answer:KIND, answer_by:NAME) and the grant's
+line (approval:ID).
+
+Options:
+      --session ID     only this session's questions
+      --by NAME        who is answering, written in the log (default: $SUDO_USER, $USER)
+      --exec COMMAND   answer by running COMMAND (with /bin/sh) for each question: it
+                       reads the question's JSON line on stdin (AIRLOCK_APPROVAL_ID,
+                       AIRLOCK_SESSION, AIRLOCK_NAME, AIRLOCK_PORT in its environment)
+                       and prints allow-once, allow-session or deny; failing, or saying
+                       anything else, is a deny; still running when the time is up, it is
+                       killed and the denial stands
+      --json           print each question's line and each answer's reply as JSON
+      --control PATH   the daemon's control socket (default /run/airlock/control.sock)
+  -h, --help           this text
+
+Exit status: 0 when stdin ends, 1 when the daemon cannot be reached or ends the stream
+(it stopped), 2 for bad arguments.
+)";
+
 constexpr std::string_view suggest_help = R"(Usage: airlock suggest [--log FILE] SESSION
 
 Prints, as YAML for a person to review, the smallest policy that would have allowed
@@ -336,6 +374,7 @@ constexpr command table[] = {
     {"explain", "tell a session's story from the decision log", explain_help, run_explain_command},
     {"tail", "watch the daemon's decisions as they are made", tail_help, run_tail_command},
     {"grant", "let a session reach a host for a tool call, a time or N connections", grant_help, run_grant_command},
+    {"approve", "answer the daemon's held denials at a prompt or by a program", approve_help, run_approve_command},
     {"suggest", "suggest the policy a session needed, from the decision log", suggest_help, run_suggest_command},
     {"run", "run a command in a sandbox whose only way out is airlock", run_help, run_run_command},
     {"gc", "remove what killed 'airlock run's left behind", gc_help, run_gc_command},

@@ -1,7 +1,7 @@
 #pragma once
 // The reading side of GET /v1/decisions: the daemon's decisions, one JSON line at a time,
-// as they are made. Blocking (the caller has nothing else to do); a daemon silent for
-// longer than three of its heartbeats is taken for hung.
+// as they are made (control/line_stream.hpp). A daemon silent for longer than three of its
+// heartbeats is taken for hung.
 #include "base/result.hpp"
 
 #include <chrono>
@@ -21,7 +21,7 @@ struct tail_request {
 // The query GET /v1/decisions takes for `r`: "/v1/decisions?session=ID&deny=1".
 std::string decisions_target(const tail_request& r);
 
-// Calls `on_line` with each line (without its newline; heartbeats skipped) until the daemon
+// GET /v1/decisions: calls `on_line` with each line (without its newline; heartbeats skipped) until the daemon
 // ends the stream (an error: the daemon stopped) or `on_line` returns false (success).
 base::result<void> tail_decisions(const tail_request& r, const std::function<bool(std::string_view)>& on_line);
 

@@ -1,5 +1,6 @@
 #include "daemon/control_api.hpp"
 
+#include "daemon/approval_answer.hpp"
 #include "daemon/decision_stream.hpp"
 #include "policy/units.hpp"
 
@@ -122,7 +123,55 @@ http_response handle(control_hooks& h, const http_request& req) {
                                 {"sessions", s.sessions},
                                 {"log_queue_depth", s.log_queue_depth},
                                 {"log_dropped_total", s.log_dropped_total},
-                                {"decision_watchers", s.decision_watchers}});
+                                {"decision_watchers", s.decision_watchers},
+                                {"approvers", s.approvers},
+                                {"approval_holds", s.approval_holds}});
+  }
+  if (target == "/v1/approvals") {
+    if (m != "GET") return json_error(405, "use GET on /v1/approvals");
+    auto filter = parse_decisions_query(req.target);
+    if (!filter.has_value() || filter->denials_only) {
+      const bool deny = filter.has_value();
+      return json_error(400, deny ? "unknown parameter 'deny' (expected session)" : filter.error());
+    }
+    if (!h.approvals || !h.approval_stream) return json_error(404, "this daemon holds nothing for approval");
+    http_response streamed{200, "application/x-ndjson", {}};
+    streamed.stream = h.approval_stream(filter->session);
+    if (!streamed.stream)
+      return json_error(503, std::to_string(max_approval_streams) +
+                                 " approvers are watching already; end one (airlock approve) and ask again");
+    return streamed;
+  }
+  if (target.starts_with("/v1/approvals/") && target.size() > 14) {
+    if (m != "POST") return json_error(405, "use POST on /v1/approvals/ID");
+    if (!h.approvals) return json_error(404, "this daemon holds nothing for approval");
+    boost::system::error_code ec;
+    const auto body = json::parse(req.body, ec);
+    if (ec || !body.is_object())
+      return json_error(400,
+                        "body: expected {\"answer\": \"allow-once\" | \"allow-session\" | \"deny\", \"by\": NAME}");
+    std::optional<record::approval_answer> what;
+    std::string by;
+    for (const auto& kv : body.as_object()) {
+      if (kv.key() == "answer" && kv.value().is_string()) {
+        what = record::parse_approval_answer(kv.value().as_string());
+        if (!what) return json_error(400, "answer: expected allow-once, allow-session or deny");
+      } else if (kv.key() == "by" && kv.value().is_string()) {
+        by = std::string(kv.value().as_string());
+      } else {
+        return json_error(400,
+                          "unknown field '" + std::string(kv.key()) + "' (expected answer: a string, by: a string)");
+      }
+    }
+    if (!what) return json_error(400, "answer: expected allow-once, allow-session or deny");
+    auto done = answer_approval(*h.approvals, h.registry, target.substr(14), *what, std::move(by));
+    if (!done.has_value()) return refused(done.error());
+    json::object out{{"id", done->id},
+                     {"answer", record::to_string(done->what)},
+                     {"grant", done->grant.empty() ? json::value(nullptr) : json::value(done->grant)},
+                     {"held", done->held}};
+    if (!done->refusal.empty()) out["note"] = done->refusal;
+    return ok(200, out);
   }
   if (target == "/v1/decisions") {
     if (m != "GET") return json_error(405, "use GET on /v1/decisions");

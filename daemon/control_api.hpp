@@ -21,10 +21,15 @@
 //   GET    /v1/stats                  active connections, sessions, log queue and drops, watchers
 //   GET    /v1/decisions?session=ID&deny=1   decisions as they are made, one JSON line each,
 //                                     chunked until the client goes (decision_stream.hpp)
+//   GET    /v1/approvals?session=ID   the approval questions (denials held for an answer) and
+//                                     their ends, as a stream; an open stream is an approver
+//   POST   /v1/approvals/QID          {"answer": "allow-once" | "allow-session" | "deny", "by"?: S}
+//                                     -> {"id", "answer", "grant", "held"} (approval_answer.hpp)
 #include "base/result.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/session_registry.hpp"
+#include "record/approval_desk.hpp"
 #include "record/decision_feed.hpp"
 
 #include <functional>
@@ -37,6 +42,9 @@ struct control_hooks {
   std::function<std::string()> info_json;  // the body of GET /v1/info
   std::function<metrics_sample()> sample;
   std::function<std::shared_ptr<body_stream>(record::feed_filter)> decisions;
+  // The approval desk (null: this daemon holds nothing for approval) and its streams.
+  record::approval_desk* approvals = nullptr;
+  std::function<std::shared_ptr<body_stream>(std::string session)> approval_stream;
 };
 
 http_handler make_control_handler(control_hooks hooks);

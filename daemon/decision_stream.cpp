@@ -40,16 +40,21 @@ std::optional<std::string> percent_decoded(std::string_view s) {
   return out;
 }
 
-class decision_stream final : public body_stream {
+// A stream of a line queue's lines (the decision feed's, an approver's): what is queued
+// goes out as one chunk; lines the queue lost are said in their place as
+// {"event":"<dropped_event>","lines":N}; a newline alone when nothing came for a heartbeat.
+class queue_stream final : public body_stream {
  public:
-  decision_stream(asio::any_io_executor ex, std::chrono::steady_clock::duration heartbeat)
-      : wait_(std::move(ex)), heartbeat_(heartbeat) {}
+  queue_stream(asio::any_io_executor ex, std::chrono::steady_clock::duration heartbeat, std::string dropped_event)
+      : wait_(std::move(ex)), heartbeat_(heartbeat), dropped_event_(std::move(dropped_event)) {}
 
-  static std::shared_ptr<decision_stream> open(asio::any_io_executor ex, record::decision_feed& feed,
-                                               record::feed_filter f, std::chrono::steady_clock::duration heartbeat) {
-    auto s = std::make_shared<decision_stream>(ex, heartbeat);
-    // Called on whichever loop made the decision: the wait is this loop's to end.
-    s->subscription_ = feed.subscribe(std::move(f), [ex, weak = std::weak_ptr<decision_stream>(s)] {
+  // Subscribes through `subscribe(wake)`, whose wake-up may come from any loop: the wait is
+  // this loop's to end.
+  template <typename Subscribe>
+  static std::shared_ptr<queue_stream> open(asio::any_io_executor ex, std::chrono::steady_clock::duration heartbeat,
+                                            std::string dropped_event, Subscribe subscribe) {
+    auto s = std::make_shared<queue_stream>(ex, heartbeat, std::move(dropped_event));
+    s->queue_ = subscribe([ex, weak = std::weak_ptr<queue_stream>(s)] {
       asio::post(ex, [weak] {
         if (auto alive = weak.lock()) alive->wait_.cancel();
       });
@@ -60,8 +65,9 @@ class decision_stream final : public body_stream {
   asio::awaitable<std::optional<std::string>> next() override {
     for (;;) {
       std::uint64_t dropped = 0;
-      std::string lines = subscription_->take(dropped);
-      if (dropped) lines.insert(0, "{\"event\":\"tail_dropped\",\"lines\":" + std::to_string(dropped) + "}\n");
+      std::string lines = queue_->take(dropped);
+      if (dropped)
+        lines.insert(0, "{\"event\":\"" + dropped_event_ + "\",\"lines\":" + std::to_string(dropped) + "}\n");
       if (!lines.empty()) co_return lines;
       // take() armed the wake-up, and nothing runs on this loop before the wait begins:
       // a line from now on ends it.
@@ -77,7 +83,8 @@ class decision_stream final : public body_stream {
  private:
   asio::steady_timer wait_;
   const std::chrono::steady_clock::duration heartbeat_;
-  std::shared_ptr<record::feed_subscription> subscription_;
+  const std::string dropped_event_;
+  std::shared_ptr<record::line_queue> queue_;
 };
 
 }  // namespace
@@ -113,7 +120,17 @@ base::result<record::feed_filter> parse_decisions_query(std::string_view target)
 std::shared_ptr<body_stream> stream_decisions(asio::any_io_executor ex, record::decision_feed& feed,
                                               record::feed_filter f, std::chrono::steady_clock::duration heartbeat) {
   if (feed.watchers() >= max_decision_streams) return nullptr;
-  return decision_stream::open(std::move(ex), feed, std::move(f), heartbeat);
+  return queue_stream::open(std::move(ex), heartbeat, "tail_dropped", [&](std::function<void()> wake) {
+    return std::shared_ptr<record::line_queue>(feed.subscribe(std::move(f), std::move(wake)));
+  });
+}
+
+std::shared_ptr<body_stream> stream_approvals(asio::any_io_executor ex, record::approval_desk& desk,
+                                              std::string session, std::chrono::steady_clock::duration heartbeat) {
+  if (desk.approvers() >= max_approval_streams) return nullptr;
+  return queue_stream::open(std::move(ex), heartbeat, "approvals_dropped", [&](std::function<void()> wake) {
+    return desk.watch(std::move(session), std::move(wake));
+  });
 }
 
 }  // namespace airlock::daemon

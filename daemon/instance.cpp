@@ -104,7 +104,12 @@ std::optional<startup_error> open_policy_store_and_sessions(parts_t& p) {
   p.policies = std::make_unique<policy::store>(std::move(*empty));
   p.session_grants = std::make_unique<policy::session_grants>(
       policy::session_grants::limits{p.cfg.limits.session_grants, p.cfg.limits.grants});
-  p.sessions = std::make_unique<session_registry>(*p.policies, *p.feed, p.stats, p.session_grants.get());
+  // The approver sees a question's line as the log will have it: stamped by the registry.
+  p.approvals = std::make_unique<record::approval_desk>(
+      record::approval_desk::limits{p.cfg.limits.session_holds, p.cfg.limits.holds},
+      [&p](record::decision_record& r) { p.sessions->stamp_record(r); });
+  p.sessions = std::make_unique<session_registry>(*p.policies, *p.feed, p.stats, p.session_grants.get(),
+                                                  p.approvals.get());
   return std::nullopt;
 }
 
@@ -138,6 +143,7 @@ void make_query_and_proxy_contexts(parts_t& p) {
   p.dns_ctx->refuse_when_unrecorded = p.proxy_ctx->settings.refuse_when_unrecorded = p.cfg.refuse_when_unrecorded;
   p.dns_ctx->grants = p.proxy_ctx->grants = &p.grants;
   p.dns_ctx->session_grants = p.proxy_ctx->session_grants = p.session_grants.get();
+  p.dns_ctx->approvals = p.proxy_ctx->approvals = p.approvals.get();
   p.dns_ctx->overload = p.proxy_ctx->overload = &p.overload;
 }
 

@@ -19,6 +19,8 @@ metrics_sample instance::parts::sample() const {
   out.accept_pauses = accept_pauses.load();
   out.accept_paused_us = accept_paused_us.load();
   out.decision_watchers = feed->watchers();
+  out.approvers = approvals->approvers();
+  out.approval_holds = approvals->holds();
   if (minter) {
     out.leaf_hits = minter->hits();
     out.leaf_minted = minter->misses();
@@ -70,15 +72,18 @@ void start_admin_and_control(parts_t& r) {
   for (auto& a : r.admin_acceptors)
     co_spawn(r.io, serve_http(a, [&r](const http_request& req) { return admin(r, req); }), report("admin listener"));
   if (r.control)
-    co_spawn(r.io,
-             serve_http(r.control->acceptor,
-                        make_control_handler(control_hooks{*r.sessions, [&r] { return reload(r); },
-                                                           [&r] { return info_json(r); }, [&r] { return r.sample(); },
-                                                           [&r](record::feed_filter f) {
-                                                             return stream_decisions(r.io.get_executor(), *r.feed,
-                                                                                     std::move(f));
-                                                           }})),
-             report("control listener"));
+    co_spawn(
+        r.io,
+        serve_http(
+            r.control->acceptor,
+            make_control_handler(control_hooks{
+                *r.sessions, [&r] { return reload(r); }, [&r] { return info_json(r); }, [&r] { return r.sample(); },
+                [&r](record::feed_filter f) { return stream_decisions(r.io.get_executor(), *r.feed, std::move(f)); },
+                r.approvals.get(),
+                [&r](std::string session) {
+                  return stream_approvals(r.io.get_executor(), *r.approvals, std::move(session));
+                }})),
+        report("control listener"));
 }
 
 }  // namespace airlock::daemon

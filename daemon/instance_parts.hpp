@@ -25,6 +25,7 @@
 #include "policy/snapshot.hpp"
 #include "policy/store.hpp"
 #include "proxy/connection.hpp"
+#include "record/approval_desk.hpp"
 #include "record/decision_feed.hpp"
 #include "record/decision_log.hpp"
 
@@ -102,6 +103,7 @@ struct instance::parts {
   std::optional<proxy::inspection_tls> inspection;
   policy::redirect_grants grants;
   std::unique_ptr<policy::session_grants> session_grants;  // given through the control API
+  std::unique_ptr<record::approval_desk> approvals;        // denials held for an approver
   // Destroyed in reverse order. Coroutines cut short at shutdown are destroyed with the
   // loop, and each still logs its line then: everything they reach (the contexts, the
   // registry, the log) is declared before the loop. What owns sockets or timers on the

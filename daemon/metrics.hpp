@@ -41,6 +41,8 @@ struct metrics_sample {
   std::uint64_t accept_pauses = 0;
   std::uint64_t accept_paused_us = 0;
   std::size_t decision_watchers = 0;  // live streams of GET /v1/decisions (`airlock tail`)
+  std::size_t approvers = 0;          // live streams of GET /v1/approvals (`airlock approve`)
+  std::size_t approval_holds = 0;     // queries and connections held for an answer now
 };
 
 class metrics {

@@ -33,8 +33,8 @@ bool overlaps(const policy::cidr& a, const policy::cidr& b) { return a.contains(
 }  // namespace
 
 session_registry::session_registry(policy::store& policies, record::decision_sink& log, metrics& m,
-                                   policy::session_grants* grants)
-    : policies_(policies), log_(log), metrics_(m), grants_(grants) {}
+                                   policy::session_grants* grants, record::approval_desk* approvals)
+    : policies_(policies), log_(log), metrics_(m), grants_(grants), approvals_(approvals) {}
 
 session_registry::~session_registry() {
   {
@@ -92,6 +92,8 @@ registry_result<std::shared_ptr<const policy::snapshot>> session_registry::apply
     for (const auto& e : gone) grants_->forget(e.view.id, policy::session_grants::clock::now());
     write_ended_grants();
   }
+  if (approvals_)
+    for (const auto& e : gone) approvals_->forget(e.view.id);
   for (const auto& e : gone) close_removed(e);
   for (const auto* e : opened) emit_session(*e, "open");
   return snap;
@@ -168,11 +170,13 @@ registry_result<control::session_totals> session_registry::remove(const std::str
   const bool derived = !it->second.extra_allow.empty();
   const entry gone = std::move(it->second);
   sessions_.erase(it);
-  // Its grants end (their connections cut) before its close line.
+  // Its grants end (their connections cut) before its close line, and what it has held
+  // for an approver is denied.
   if (grants_) {
     grants_->forget(id, policy::session_grants::clock::now());
     write_ended_grants();
   }
+  if (approvals_) approvals_->forget(id);
   // No new connection is its from here on, and no line counts towards it.
   publish_runtime_table();
   publish_index();

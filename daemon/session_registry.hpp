@@ -18,6 +18,7 @@
 #include "policy/config.hpp"
 #include "policy/session_grants.hpp"
 #include "policy/store.hpp"
+#include "record/approval_desk.hpp"
 #include "record/decision_line.hpp"
 
 #include <atomic>
@@ -74,14 +75,16 @@ struct grant_request {
   std::optional<std::uint32_t> connections;
   bool cut = true;
   std::string by;
+  std::string approval;  // the approval question whose answer this grant carries out ("a4")
 };
 
 class session_registry final : public record::decision_sink {
  public:
   // `grants`: the sessions' run-time grants, which the registry gives, ends with their tool
   // calls and sessions, and writes the lines of; null: none are given.
+  // `approvals`: the desk whose questions of a session end (deny) when it does; optional.
   session_registry(policy::store& policies, record::decision_sink& log, metrics& m,
-                   policy::session_grants* grants = nullptr);
+                   policy::session_grants* grants = nullptr, record::approval_desk* approvals = nullptr);
   // Closes the sessions still open, with their totals. The daemon destroys the registry
   // after its event loops, so the lines of connections cut at shutdown are counted.
   ~session_registry() override;
@@ -118,6 +121,8 @@ class session_registry final : public record::decision_sink {
   registry_result<std::size_t> revoke_grant(const std::string& id, const std::string& grant);
   // Ends the grants that expired, with their lines (the daemon calls it every second).
   void sweep_grants();
+  // `r` with its session's labels and tool call of this moment, as its line would be.
+  void stamp_record(record::decision_record& r) const;
   std::optional<session_view> find(const std::string& id) const;
   // The sandbox netns of a runtime session ("" when unknown), for process attribution.
   std::string netns_of(std::string_view id) const;
@@ -169,6 +174,7 @@ class session_registry final : public record::decision_sink {
   record::decision_sink& log_;
   metrics& metrics_;
   policy::session_grants* grants_;
+  record::approval_desk* approvals_;
   mutable std::mutex mutex_;  // guards base_ and sessions_
   policy::config base_;
   std::map<std::string, entry, std::less<>> sessions_;  // ordered: stable listings

@@ -84,6 +84,7 @@ registry_result<grants::view> session_registry::add_grant(const std::string& id,
   if (request.connections) notes.push_back("connections:" + std::to_string(*request.connections));
   if (!request.cut) notes.push_back("no_cut");
   if (!request.by.empty()) notes.push_back("by:" + request.by);
+  if (!request.approval.empty()) notes.push_back("approval:" + request.approval);
   write_grant_line(*added, "add", std::move(notes));
   return *added;
 }

@@ -76,6 +76,15 @@ void session_registry::emit_session(const entry& e, std::string_view action, std
   record::decision_line::write(log_, r);
 }
 
+void session_registry::stamp_record(record::decision_record& r) const {
+  const base::read_sections::guard reading;
+  const stamp_index* index = index_.load(std::memory_order_seq_cst);
+  if (const auto it = index->find(r.session); it != index->end()) {
+    r.labels = it->second.labels;
+    r.tool_call = it->second.tool_call;
+  }
+}
+
 void session_registry::emit(const record::decision_record& r) noexcept {
   try {
     metrics_.count(r);

@@ -26,6 +26,8 @@ packages=(
   nftables libnftables-dev iproute2 bubblewrap
   # test peers: real DNS server, real origin, real clients
   unbound nginx-light curl bind9-dnsutils openssl python3 procps
+  # a terminal for the approver prompt's test (tests/e2e/approvals_test.sh)
+  tmux
   # a client TLS inspection is tested with (npm: below)
   git
   # the manual pages' check (groff reads each page); the sidecar test's users (setpriv)

@@ -107,6 +107,8 @@ struct started_query::judged {
   wire::query q;
   policy::domain_name name;
   base::token_bucket::clock::time_point now;
+  // Set: the query was denied for want of a rule and waits for an approver this long.
+  std::optional<std::chrono::milliseconds> approval_wait;
 };
 
 namespace {
@@ -271,10 +273,16 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
   rec.rule.assign(d.rule);
   if (d.verdict == verdict::deny) {
     // Denied names never leave airlock: no upstream query, so nothing to exfiltrate through.
-    return refuse(denied_rcode, d.reason, ede_blocked);
+    const bool done = refuse(denied_rcode, d.reason, ede_blocked);
+    const auto wait = session->policy->approval_wait();
+    if (!wait || ctx.approvals == nullptr || !policy::grantable(d.reason)) return done;
+    // The denial stands unless an approver lifts it within the wait (finish()).
+    judged_ = std::make_unique<judged>(
+        judged{std::move(snap), std::move(registered), *session, std::move(q), std::move(*name), now, *wait});
+    return false;
   }
 
-  judged j{std::move(snap), std::move(registered), *session, std::move(q), std::move(*name), now};
+  judged j{std::move(snap), std::move(registered), *session, std::move(q), std::move(*name), now, {}};
   // A cache hit is answered here and now; a miss goes upstream in finish().
   if (auto hit = find_cached(ctx.cache, j.name, j.q.q.qtype)) {
     reply_ = build_answer(j, std::move(*hit));
@@ -284,8 +292,36 @@ bool started_query::begin(std::span<const std::byte> packet, const boost::asio::
   return false;
 }
 
+// A denial held for an approver: true when the answer allows and the name, judged again,
+// now resolves (the answer's grant); the query then goes upstream as an allowed one.
+boost::asio::awaitable<bool> started_query::ask_approver(judged& j) {
+  auto& rec = *rec_;
+  // The approver is shown who asked: the process lookup a denial waits for anyway.
+  if (line_.probe.active()) {
+    rec.process_json = co_await line_.probe.json(std::chrono::milliseconds(100));
+    line_.probe = {};
+  }
+  auto held = co_await ctx_->approvals->hold(ctx_->approvals->question_for(rec, 0, *j.approval_wait));
+  if (!record::note_approval(rec, held)) co_return false;
+  j.now = base::token_bucket::clock::now();  // the answer's addresses count their TTL from now
+  auto d = j.session.policy->decide(j.name, policy::any_port);
+  policy::apply_grant(
+      policy::check_grants(ctx_->session_grants, d, j.session.id, j.name, false, 0, policy::wire::unjudged), d,
+      granted_rule_);
+  if (d.verdict != verdict::allow) co_return false;
+  rec.verdict = d.verdict;
+  rec.reason = d.reason;
+  rec.rule.assign(d.rule);
+  rec.rcode.clear();
+  j.approval_wait.reset();
+  if (auto hit = find_cached(ctx_->cache, j.name, j.q.q.qtype)) reply_ = build_answer(j, std::move(*hit));
+  else reply_.reset();
+  co_return true;
+}
+
 boost::asio::awaitable<std::optional<std::string>> started_query::finish() {
-  if (judged_) {
+  if (judged_ && judged_->approval_wait && !(co_await ask_approver(*judged_))) judged_.reset();
+  if (judged_ && !reply_) {
     auto& j = *judged_;
     reply_ = build_answer(j, co_await resolve_upstream(ctx_->upstream, ctx_->cache, j.name, j.q.q.qtype));
     judged_.reset();

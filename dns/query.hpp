@@ -13,6 +13,7 @@
 #include "policy/redirect_grants.hpp"
 #include "policy/session_grants.hpp"
 #include "policy/store.hpp"
+#include "record/approval_desk.hpp"
 #include "record/decision_line.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -47,6 +48,8 @@ struct query_context {
   // (shared with it); optional.
   policy::redirect_grants* grants = nullptr;
   policy::session_grants* session_grants = nullptr;
+  // Denials held for an approver (policies with `approval:`); optional.
+  record::approval_desk* approvals = nullptr;
   // Memory pressure (base/overload.hpp): refusing, no query is taken on. Optional.
   const base::overload_state* overload = nullptr;
 };
@@ -81,6 +84,7 @@ class started_query {
  private:
   struct judged;
   std::optional<std::string> build_answer(judged& j, boost::system::result<resolved, resolve_error> r);
+  boost::asio::awaitable<bool> ask_approver(judged& j);
   bool must_wait_for_process() const noexcept;
 
   query_context* ctx_;
@@ -98,6 +102,7 @@ class started_query {
   record::decision_line line_;
   std::optional<std::string> reply_;
   std::unique_ptr<judged> judged_;  // what finish() needs: only for a query that waits
+  std::string granted_rule_;        // the rule text of a grant an approver's answer made
 };
 
 }  // namespace airlock::dns

@@ -73,6 +73,10 @@ struct policy_config {
   std::vector<rule_config> deny;
   std::vector<redirect_config> redirects;
   std::vector<credential_config> credentials;
+  // `approval: {wait: DURATION}`: a denial this policy's decide() gives for want of a rule
+  // (host_not_allowed, port_not_allowed) is held up to `wait` while an approver decides
+  // (record/approval_desk.hpp). None: denials stand at once.
+  std::optional<std::chrono::milliseconds> approval_wait;
   source_mark mark;
 };
 
@@ -136,6 +140,10 @@ struct limits_config {
   // a request beyond is refused (429), never made room for.
   std::uint64_t session_grants = 256;
   std::uint64_t grants = 4096;
+  // Denials held for an approver at once (record/approval_desk.hpp): beyond, a denial
+  // stands at once.
+  std::uint64_t session_holds = 32;
+  std::uint64_t holds = 256;
 };
 
 // How long a proxied connection may take at each stage. Past `peek` a connection whose

@@ -37,6 +37,7 @@ class config_loader {
   void load_redirects(const YAML::Node& n, const std::string& where, std::vector<redirect_config>& out);
   void include_family(const YAML::Node& n, policy_config& p);
   void load_policies(const YAML::Node& n, std::vector<policy_config>& out);
+  void load_approval(const YAML::Node& n, const std::string& where, policy_config& p);
   void deny_public_resolvers(std::vector<policy_config>& policies);
   void load_sessions(const YAML::Node& n, config& cfg);
 

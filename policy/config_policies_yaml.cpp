@@ -1,9 +1,10 @@
-// The policies in a config (mode:, include:, allow:, deny:, redirects:, credentials:), the
-// public resolvers denied in each, and the sessions bound to them.
+// The policies in a config (mode:, include:, allow:, deny:, redirects:, credentials:,
+// approval:), the public resolvers denied in each, and the sessions bound to them.
 #include "policy/config_loader.hpp"
 #include "policy/credential_yaml.hpp"
 #include "policy/families.hpp"
 #include "policy/rule_yaml.hpp"
+#include "policy/units.hpp"
 
 #include <algorithm>
 #include <set>
@@ -76,10 +77,11 @@ void config_loader::load_policies(const YAML::Node& n, std::vector<policy_config
     }
     const auto& body = kv.second;
     if (!body.IsMap()) {
-      r_.error(body, where + ": expected a mapping (mode:, include:, allow:, deny:, redirects:, credentials:)");
+      r_.error(body,
+               where + ": expected a mapping (mode:, include:, allow:, deny:, redirects:, credentials:, approval:)");
       continue;
     }
-    r_.check_keys(body, {"mode", "include", "allow", "deny", "redirects", "credentials"}, where);
+    r_.check_keys(body, {"mode", "include", "allow", "deny", "redirects", "credentials", "approval"}, where);
     policy_config p;
     p.name = name;
     p.mark = r_.mark(kv.first);
@@ -100,8 +102,23 @@ void config_loader::load_policies(const YAML::Node& n, std::vector<policy_config
     }
     if (auto rd = body["redirects"]) load_redirects(rd, where + ".redirects", p.redirects);
     if (auto c = body["credentials"]) p.credentials = detail::parse_credentials(r_, c, where + ".credentials", p);
+    if (auto a = body["approval"]) load_approval(a, where + ".approval", p);
     out.push_back(std::move(p));
   }
+}
+
+// `approval: {wait: 10s}`: how long a denial for want of a rule waits for an approver.
+void config_loader::load_approval(const YAML::Node& n, const std::string& where, policy_config& p) {
+  if (!n.IsMap()) return r_.error(n, where + ": expected a mapping (wait: DURATION, e.g. wait: 10s)");
+  r_.check_keys(n, {"wait"}, where);
+  p.approval_wait = std::chrono::seconds(10);
+  const auto w = n["wait"];
+  if (!w) return;
+  auto parsed = parse_duration(w.IsScalar() ? w.Scalar() : std::string());
+  if (!parsed.has_value()) return r_.error(w, where + ".wait: " + parsed.error());
+  if (*parsed < std::chrono::milliseconds(100) || *parsed > std::chrono::minutes(10))
+    return r_.error(w, where + ".wait: '" + w.Scalar() + "'; expected 100ms to 10m (a held client waits that long)");
+  p.approval_wait = *parsed;
 }
 
 // Resolvers that would take DNS past airlock (DoH/DoT endpoints of the big public

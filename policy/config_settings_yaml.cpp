@@ -130,8 +130,8 @@ void config_loader::load_limits(const YAML::Node& n, limits_config& out) {
   if (!n.IsMap()) return r_.error(n, "limits: expected a mapping (connections:, session_connections:, ...)");
   r_.check_keys(n,
                 {"connections", "pending_handshakes", "session_connections", "session_pending_handshakes",
-                 "session_connections_per_second", "session_bytes_up", "session_bytes_down", "session_grants",
-                 "grants"},
+                 "session_connections_per_second", "session_bytes_up", "session_bytes_down", "session_grants", "grants",
+                 "session_holds", "holds"},
                 "limits");
   auto count = [&](const char* key, std::uint64_t& into, bool bytes) {
     const auto v = n[key];
@@ -155,6 +155,8 @@ void config_loader::load_limits(const YAML::Node& n, limits_config& out) {
   count("session_bytes_down", out.session_bytes_down, true);
   count("session_grants", out.session_grants, false);
   count("grants", out.grants, false);
+  count("session_holds", out.session_holds, false);
+  count("holds", out.holds, false);
   if (auto v = n["session_connections_per_second"]) {
     try {
       out.session_connections_per_second = v.as<double>();

@@ -14,11 +14,14 @@
 
 namespace airlock::policy {
 
+// A denial a grant can lift: for want of a rule for the name or its port. Also what an
+// approver is asked about (record/approval_desk.hpp).
+inline bool grantable(reason r) noexcept { return r == reason::host_not_allowed || r == reason::port_not_allowed; }
+
 inline std::optional<session_grants::use> check_grants(session_grants* grants, const decision& d,
                                                        std::string_view session, const domain_name& name, bool consume,
                                                        std::uint16_t port, wire spoken) {
-  if (grants == nullptr || (d.reason != reason::host_not_allowed && d.reason != reason::port_not_allowed))
-    return std::nullopt;
+  if (grants == nullptr || !grantable(d.reason)) return std::nullopt;
   const auto now = session_grants::clock::now();
   return consume ? grants->take(session, name, port, spoken, now) : grants->peek(session, name, port, spoken, now);
 }

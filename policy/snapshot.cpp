@@ -21,6 +21,7 @@ std::optional<std::string> compiled_policy::build(const policy_config& cfg) {
       return a.path.size() > b.path.size();
     });
   redirects_ = cfg.redirects;
+  approval_wait_ = cfg.approval_wait;
   return std::nullopt;
 }
 
@@ -276,6 +277,7 @@ boost::system::result<std::shared_ptr<const snapshot>, std::vector<config_error>
     h.add("policy");
     h.add(p.name);
     h.add(p.mode == policy_mode::audit ? "audit" : "enforce");
+    if (p.approval_wait) h.add("approval:" + std::to_string(p.approval_wait->count()));
     hash_rules(h, "allow", p.allow);
     hash_rules(h, "deny", p.deny);
     for (const auto& r : p.redirects) {

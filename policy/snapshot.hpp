@@ -100,6 +100,11 @@ class compiled_policy {
 
   const std::string& name() const noexcept { return name_; }
   policy_mode mode() const noexcept { return mode_; }
+  // How long a denial for want of a rule waits for an approver (`approval:`); none: it
+  // stands at once. Audit mode holds nothing: its denials pass anyway.
+  std::optional<std::chrono::milliseconds> approval_wait() const noexcept {
+    return mode_ == policy_mode::enforce ? approval_wait_ : std::nullopt;
+  }
 
  private:
   decision soften(decision d) const noexcept;
@@ -116,6 +121,7 @@ class compiled_policy {
   // host -> entries, longest path first.
   std::unordered_map<std::string, std::vector<credential_entry>> credentials_;
   std::vector<redirect_rule> redirects_;
+  std::optional<std::chrono::milliseconds> approval_wait_;
 };
 
 class snapshot {

@@ -2,6 +2,7 @@
 
 #include "base/deadline.hpp"
 #include "policy/special_addresses.hpp"
+#include "proxy/approval_step.hpp"
 #include "proxy/judge.hpp"
 #include "proxy/original_dst.hpp"
 #include "proxy/plain_requests.hpp"
@@ -93,9 +94,19 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   rec.proto = first.type == sniffed::kind::tls ? "tls" : first.type == sniffed::kind::http ? "http" : "tcp";
   if (!first.name.empty()) rec.name = first.name;
   if (first.ech) rec.notes.push_back("ech_outer_sni");
-  // 4. Decide (proxy/judge.hpp).
-  auto d = judge_transparent(first, dst->address(), port, session->id, *session->policy, ctx.names,
+  // 4. Decide (proxy/judge.hpp); a denial for want of a rule may wait for an approver.
+  auto judge = [&] {
+    return judge_transparent(first, dst->address(), port, session->id, *session->policy, ctx.names,
                              {ctx.grants, ctx.session_grants}, dns::name_table::clock::now());
+  };
+  auto d = judge();
+  if (!d.logged_name.empty()) rec.name = d.logged_name;
+  if (steps::may_ask_approver(ctx, *session->policy, d)) {
+    rec.verdict = d.verdict;
+    rec.reason = d.reason;
+    rec.rule = d.rule;
+    co_await steps::ask_approver(client, ctx, *session->policy, guard, port, d, judge);
+  }
   if (!d.logged_name.empty()) rec.name = std::move(d.logged_name);
   for (auto& note : d.notes) rec.notes.push_back(std::move(note));
   auto& name = d.name;

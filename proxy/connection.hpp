@@ -33,6 +33,9 @@ namespace airlock::policy {
 class redirect_grants;
 class session_grants;
 }  // namespace airlock::policy
+namespace airlock::record {
+class approval_desk;
+}
 
 namespace airlock::proxy {
 
@@ -80,6 +83,8 @@ struct proxy_context {
   // the DNS server.
   policy::redirect_grants* grants = nullptr;
   policy::session_grants* session_grants = nullptr;
+  // Denials held for an approver (policies with `approval:`), shared with the DNS server.
+  record::approval_desk* approvals = nullptr;
   // Set on the copies other event loops hold: the loop that owns `resolver` and `cache`
   // (neither is thread-safe), where own resolution runs. Everything else a context points
   // at (policy, log, name table, limits, connection ids, inspection, grants) is shared

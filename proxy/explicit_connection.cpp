@@ -5,6 +5,7 @@
 #include "proxy/connection.hpp"
 
 #include "base/deadline.hpp"
+#include "proxy/approval_step.hpp"
 #include "proxy/http_head.hpp"
 #include "proxy/judge.hpp"
 #include "proxy/plain_requests.hpp"
@@ -248,7 +249,14 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
   // 3. Decide: a name by the policy (proxy/judge.hpp), an address only by a cidr rule.
   boost::system::error_code not_address;
   const auto literal = asio::ip::make_address(first.name, not_address);
-  auto d = judge_proxy_request(first, not_address ? nullptr : &literal, port, tunnel, *session, ctx, rec);
+  auto judge = [&] {
+    return judge_proxy_request(first, not_address ? nullptr : &literal, port, tunnel, *session, ctx, rec);
+  };
+  auto d = judge();
+  // A denial for want of a rule may wait for an approver (the client waits for our answer
+  // to its CONNECT or request meanwhile).
+  if (steps::may_ask_approver(ctx, *session->policy, d))
+    co_await steps::ask_approver(client, ctx, *session->policy, guard, port, d, judge);
   auto& name = d.name;
   if (d.verdict == verdict::deny) {
     co_await steps::refuse(client, channel, guard);

@@ -13,29 +13,6 @@ bool feed_filter::passes(const decision_record& r) const noexcept {
   return true;
 }
 
-std::string feed_subscription::take(std::uint64_t& dropped) {
-  std::lock_guard lock(mutex_);
-  dropped = std::exchange(dropped_, 0);
-  lines_ = 0;
-  std::string out;
-  out.swap(queued_);
-  armed_ = out.empty() && dropped == 0;
-  return out;
-}
-
-const std::function<void()>* feed_subscription::offer(std::string_view line) {
-  std::lock_guard lock(mutex_);
-  if (lines_ >= capacity_) {
-    ++dropped_;
-  } else {
-    queued_.append(line);
-    ++lines_;
-  }
-  if (!armed_) return nullptr;
-  armed_ = false;
-  return &wake_;
-}
-
 std::shared_ptr<feed_subscription> decision_feed::subscribe(feed_filter f, std::function<void()> wake,
                                                             std::size_t capacity) {
   std::shared_ptr<feed_subscription> s(new feed_subscription(std::move(f), capacity, std::move(wake)));

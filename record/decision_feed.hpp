@@ -5,10 +5,10 @@
 // passes. Nobody watching costs the data path one atomic load; a watcher costs a line's
 // rendering and a short lock per decision.
 //
-// A subscription is a bounded queue that never makes the data path wait: a reader slower
-// than the decisions loses lines, counted, and is told how many at its next take. Its
-// owner is woken (from whichever thread emitted) once per batch, not once per line.
+// A subscription is a bounded queue that never makes the data path wait
+// (record/line_queue.hpp): a reader slower than the decisions loses lines, counted.
 #include "record/decision.hpp"
+#include "record/line_queue.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -29,32 +29,19 @@ struct feed_filter {
 
 class decision_feed;
 
-class feed_subscription {
+// A watcher's queue of lines (record/line_queue.hpp) and the filter they pass.
+class feed_subscription : public line_queue {
  public:
   static constexpr std::size_t default_capacity = 4096;  // lines
-
-  // Every line queued since the last take, each with its newline, oldest first; `dropped`
-  // gets how many did not fit meanwhile. When there is nothing, `wake` is armed in the same
-  // step: the next line calls it, so a reader that waits after an empty take misses none.
-  std::string take(std::uint64_t& dropped);
 
   const feed_filter& filter() const noexcept { return filter_; }
 
  private:
   friend class decision_feed;
   feed_subscription(feed_filter f, std::size_t capacity, std::function<void()> wake)
-      : filter_(std::move(f)), capacity_(capacity), wake_(std::move(wake)) {}
-  // Queues one line; returns the wake-up to call (outside the lock) or null.
-  const std::function<void()>* offer(std::string_view line);
+      : line_queue(capacity, std::move(wake)), filter_(std::move(f)) {}
 
   const feed_filter filter_;
-  const std::size_t capacity_;
-  const std::function<void()> wake_;
-  std::mutex mutex_;
-  std::string queued_;
-  std::size_t lines_ = 0;
-  std::uint64_t dropped_ = 0;
-  bool armed_ = true;
 };
 
 class decision_feed final : public decision_sink {

@@ -168,6 +168,21 @@ expect "a wildcard grant covers the subdomain" resolves sub.granted.airlock.test
 expect_not "  not the apex" resolves granted.airlock.test
 expect "an unknown family is refused by name" refused_with 'no-such-family' grant --for 1m task-1 family:no-such-family
 
+# --- the harness example of docs/agent-harness.md, as a harness runs it ---------------------
+rc=0
+python3 "$here/../../docs/examples/harness.py" --control "$W/control.sock" --session task-1 --tool-call call-h \
+  --grant granted.airlock.test -- ip netns exec "$SBX" sh -c "curl -sS --max-time 10 --cacert '$W/ca.crt' -o /dev/null \
+  https://granted.airlock.test/ && curl -sS --max-time 10 --cacert '$W/ca.crt' -o /dev/null \
+  --resolve other.airlock.test:443:203.0.113.10 https://other.airlock.test/" >"$W/harness.out" 2>"$W/harness.err" || rc=$?
+cat "$W/harness.out" "$W/harness.err"
+expect "docs/examples/harness.py: its grant let the tool call fetch the granted host" \
+  line event=connect name=granted.airlock.test verdict=allow reason=grant_allowed tool_call=call-h
+expect "  it told the model of the denial in one line, with the reason" \
+  grep -q '^airlock: a connection to other.airlock.test (203.0.113.10:443) was blocked: host_not_allowed: ' "$W/harness.out"
+expect "  it exited with the command's status (curl's 35, not 0: $rc)" test "$rc" = 35
+expect "  and ended the tool call, which ended its grant" \
+  line event=grant action=end name=granted.airlock.test tool_call=call-h 'notes~=ended:tool_call_ended'
+
 # --- bounds: 1,000 grants, per session and in all -----------------------------------------
 out=$(api POST /v1/sessions '{"id":"task-2","sources":["198.51.100.3/32"],"policy":"sandbox"}')
 expect "a second session registers" status_is "$out" 201

@@ -28,6 +28,8 @@ packages=(
   unbound nginx-light curl bind9-dnsutils openssl python3 procps
   # a terminal for the approver prompt's test (tests/e2e/approvals_test.sh)
   tmux
+  # a WebSocket server and client (tests/e2e/websocket_test.sh)
+  python3-websockets
   # a client TLS inspection is tested with (npm: below)
   git
   # the manual pages' check (groff reads each page); the sidecar test's users (setpriv)

@@ -89,14 +89,18 @@ asio::awaitable<void> switched_way(From& from, beast::flat_buffer& ahead, To& to
                                    std::chrono::steady_clock::duration idle, std::uint64_t& moved, bool up,
                                    limiter::ticket& ticket, bool& cut) {
   std::array<char, piece_size> piece{};
+  // A spent budget ends both ways at once: the other way's wait is cancelled too.
+  auto cut_both = [&] {
+    cut = true;
+    beast::get_lowest_layer(from).cancel();
+    beast::get_lowest_layer(to).cancel();
+  };
   if (ahead.size() > 0) {
     auto [ec, n] = co_await asio::async_write(to, ahead.data(), nothrow);
     moved += n;
     ahead.consume(n);
-    if (ec || !ticket.moved(up, n)) {
-      cut = cut || !ec;
-      co_return;
-    }
+    if (!ec && !ticket.moved(up, n)) cut_both();
+    if (ec || cut) co_return;
   }
   for (;;) {
     beast::get_lowest_layer(from).expires_after(idle);
@@ -107,9 +111,10 @@ asio::awaitable<void> switched_way(From& from, beast::flat_buffer& ahead, To& to
     moved += wn;
     if (wec) co_return;
     if (!ticket.moved(up, wn)) {
-      cut = true;
+      cut_both();
       co_return;
     }
+    if (cut) co_return;  // the other way spent the budget
   }
   boost::system::error_code ignored;
   beast::get_lowest_layer(to).socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);

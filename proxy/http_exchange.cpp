@@ -162,6 +162,9 @@ asio::awaitable<bool> read_response_head(Upstream& upstream, beast::flat_buffer&
   }
 }
 
+// A 101 that switches to what a WebSocket upgrade asked for.
+bool to_websocket(const http::response_header<>& res) { return beast::iequals(res[http::field::upgrade], "websocket"); }
+
 }  // namespace
 
 // Over 100 lines: each request's record and line live in this one loop, which takes the
@@ -216,6 +219,14 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
     // 3. What the origin gets: origin-form for a proxy's client, and a credential.
     if (x.from_proxy_client) to_origin_form(req.get(), target);
     put_credential(req.get(), x, target, mask, rec);
+    if (d.websocket && !mask.empty()) {
+      // After the switch the frames pass unread: an echo of a credential could not be masked.
+      rec.verdict = verdict::deny;
+      rec.reason = reason::protocol_not_allowed;
+      rec.notes.push_back("websocket_with_credential");
+      co_await answer_refusal(client, 403, rec);
+      co_return totals;
+    }
 
     // 4. Forward the request. A client waiting for 100 Continue hears it from airlock, now
     //    that the request is allowed: the body then flows straight through.
@@ -258,8 +269,10 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
       account();
       co_return totals;
     }
-    const bool switched = status == 101 && d.switching && x.upgrades && !x.tls;
+    const bool switched = status == 101 && d.switching &&
+                          (d.websocket ? to_websocket(res.get().base()) : x.upgrades && !x.tls);
     if (status == 101) rec.notes.push_back(switched ? "upgraded" : "upgrade_refused");
+    if (switched && d.websocket) rec.notes.push_back("websocket");
     if (status >= 300 && status < 400 && x.ctx.grants != nullptr) follow_redirect(res.get().base(), x, rec);
     const bool upstream_keeps_alive = res.keep_alive();
 
@@ -271,10 +284,16 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
       co_return totals;
     }
 
-    // 8. After a 101 the bytes go both ways as they come, until the connection ends.
-    if (switched)
+    // 8. After a 101 the bytes go both ways as they come, until the connection ends: the
+    //    request's line leaves now, at the switch (the connection's close line has the bytes).
+    if (switched) {
+      rec.bytes_up = up;
+      rec.bytes_down = down;
+      line.decide();
+      line.cancel();
       co_await http_bodies::relay_switched(client, from_client, upstream, from_upstream, idle, up, down, x.ticket,
                                            totals.cut);
+    }
     account();
     totals.clean = true;
     if (status == 101 || !client_keeps_alive || !upstream_keeps_alive) {

@@ -58,7 +58,7 @@ const http_head::request* take_request_head(const http_head::result& parsed, bea
 
 request_judgement judge_one(const http_head::request& req_head, const exchange_setup& x, std::uint64_t number,
                             std::string& plain_host, record::decision_record& rec) {
-  const request_scope scope{x.policy, x.name, x.port, x.tls, x.upgrades, x.granted, x.connection.rule, x.cut};
+  const request_scope scope{x.policy, x.name, x.port, x.tls, x.upgrades, x.granted, x.connection.rule, x.cut, true};
   auto d = judge_request(req_head, scope, number, plain_host);
   if (!d.note.empty()) rec.notes.push_back(d.note);
   rec.verdict = d.verdict;

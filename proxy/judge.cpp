@@ -1,5 +1,6 @@
 #include "proxy/judge.hpp"
 
+#include "base/trim.hpp"
 #include "policy/grant_check.hpp"
 #include "policy/redirect_check.hpp"
 
@@ -195,6 +196,18 @@ judgement judge_tunnel(const sniffed& first, const judgement& granted, std::stri
   return with_spoken(judge_host(host, port, {}, policy, {}, spoken), first);
 }
 
+namespace {
+
+bool is_websocket_upgrade(const http_head::request& r) noexcept {
+  constexpr std::string_view token = "websocket";
+  const auto up = base::trim(r.upgrade);
+  return r.method == "GET" && up.size() == token.size() &&
+         std::equal(up.begin(), up.end(), token.begin(),
+                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+}
+
+}  // namespace
+
 request_judgement judge_request(const http_head::request& r, const request_scope& scope, std::uint64_t number,
                                 std::string& plain_host) {
   request_judgement j;
@@ -208,6 +221,7 @@ request_judgement judge_request(const http_head::request& r, const request_scope
     same_host = named == plain_host;
   }
   j.switching = r.method == "CONNECT" || !r.upgrade.empty();
+  j.websocket = scope.websockets && is_websocket_upgrade(r);
   if (!same_host) {
     // Plain HTTP/1.1 clients never reuse a connection for another host: there a change of
     // host is refused. A TLS client may (its certificate covers both): 421 sends it to a
@@ -221,7 +235,9 @@ request_judgement judge_request(const http_head::request& r, const request_scope
     }
     return j;
   }
-  if (j.switching && !(scope.upgrades && !scope.tls)) {
+  // A WebSocket upgrade is judged as the GET it is (host, path, method) where airlock follows
+  // it; any other switch only where the port carries anything, and never inside TLS.
+  if (j.switching && !j.websocket && !(scope.upgrades && !scope.tls)) {
     j.reason = reason::protocol_not_allowed;
     j.note = r.method == "CONNECT" ? std::string("method:CONNECT") : "upgrade:" + r.upgrade;
     return j;

@@ -109,6 +109,10 @@ struct request_scope {
   std::optional<policy::reason> granted = std::nullopt;
   std::string_view granted_rule = {};
   const base::cut_switch* cut = nullptr;
+  // Airlock serves the exchange itself (it reads the answers): a WebSocket upgrade the
+  // policy allows may be followed (request_judgement::websocket). Relayed as bytes (the
+  // request gate), it may not: a refused upgrade would leave the bytes after it unjudged.
+  bool websockets = false;
 };
 
 struct request_judgement {
@@ -117,6 +121,7 @@ struct request_judgement {
   std::string_view rule = "default";
   unsigned refusal = 403;  // the status a denial is answered with
   bool switching = false;  // an Upgrade, or CONNECT inside the connection
+  bool websocket = false;  // a WebSocket upgrade (GET, Upgrade: websocket) in a scope that follows them
   std::string note;        // why, beyond the reason (host_changed, upgrade:websocket...)
 };
 

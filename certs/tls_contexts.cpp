@@ -15,31 +15,49 @@ namespace {
 namespace ssl = boost::asio::ssl;
 using base::result;
 
-// The only application protocol we inspect: proxy/http_head.cpp parses HTTP/1.x. A client that
-// also speaks h2 falls back to http/1.1 when that is what the server selects.
+// The application protocols we inspect: HTTP/1.1 (proxy/http_exchange.cpp) always, h2
+// (proxy/h2_bridge.cpp) on a connection whose origin chose it too (offer_h2).
 constexpr std::string_view http11 = "http/1.1";
+constexpr std::string_view h2 = "h2";
 // The same in ALPN wire format (length-prefixed), as the client offers it.
 constexpr std::array<unsigned char, 9> http11_wire = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr std::array<unsigned char, 12> h2_and_http11_wire = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+// A server connection's flag, set by offer_h2: h2 may be selected.
+int h2_allowed_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
 
 result<ssl::context> fail_context(const char* what) {
   return result<ssl::context>{boost::system::in_place_error, std::string{what} + ": " + openssl_error_string()};
 }
 
-// Walks the client's ALPN list (validated by OpenSSL) for http/1.1; anything else is fatal.
-int select_http11(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
-                  unsigned int in_length, void*) {
+// Walks the client's ALPN list (validated by OpenSSL) for h2 (where offer_h2 allowed it)
+// and http/1.1; h2 wins when both are there. Neither is fatal.
+int select_protocol(SSL* ssl, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
+                    unsigned int in_length, void*) {
+  const bool h2_ok = SSL_get_ex_data(ssl, h2_allowed_index()) != nullptr;
+  const unsigned char* chosen = nullptr;
+  unsigned int chosen_length = 0;
   for (unsigned int at = 0; at < in_length;) {
     const unsigned int length = in[at];
     const unsigned char* proto = in + at + 1;
     if (at + 1 + length > in_length) {
       break;
     }
-    if (std::string_view{reinterpret_cast<const char*>(proto), length} == http11) {
-      *out = proto;
-      *out_length = static_cast<unsigned char>(length);
-      return SSL_TLSEXT_ERR_OK;
+    const std::string_view name{reinterpret_cast<const char*>(proto), length};
+    if ((name == h2 && h2_ok) || (name == http11 && chosen == nullptr)) {
+      chosen = proto;
+      chosen_length = length;
+      if (name == h2) break;
     }
     at += 1 + length;
+  }
+  if (chosen != nullptr) {
+    *out = chosen;
+    *out_length = static_cast<unsigned char>(chosen_length);
+    return SSL_TLSEXT_ERR_OK;
   }
   // ALERT_FATAL rather than NOACK: carrying on without ALPN would leave an h2-only client
   // talking h2 to a proxy that parses HTTP/1.x. OpenSSL sends no_application_protocol.
@@ -73,7 +91,7 @@ result<ssl::context> server_context() {
   if (SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION) != 1 || SSL_CTX_set_num_tickets(c, 0) != 1) {
     return fail_context("configuring the server TLS context failed");
   }
-  SSL_CTX_set_alpn_select_cb(c, select_http11, nullptr);
+  SSL_CTX_set_alpn_select_cb(c, select_protocol, nullptr);
   SSL_CTX_set_cert_cb(c, require_leaf, nullptr);
   return ssl::context{ctx.release()};
 }
@@ -145,6 +163,24 @@ result<void> prepare_upstream(SSL* ssl, std::string_view host) {
     return "upstream TLS: cannot set server name " + name + ": " + openssl_error_string();
   }
   return {};
+}
+
+result<void> offer_h2(SSL* upstream) {
+  if (SSL_set_alpn_protos(upstream, h2_and_http11_wire.data(), h2_and_http11_wire.size()) != 0)
+    return "upstream TLS: cannot offer h2: " + openssl_error_string();
+  return {};
+}
+
+void allow_h2(SSL* server) {
+  static int allowed = 1;  // any non-null pointer says yes
+  SSL_set_ex_data(server, h2_allowed_index(), &allowed);
+}
+
+bool negotiated_h2(const SSL* ssl) {
+  const unsigned char* proto = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(ssl, &proto, &length);
+  return std::string_view(reinterpret_cast<const char*>(proto), proto == nullptr ? 0 : length) == h2;
 }
 
 std::string_view verify_failure(const SSL* ssl) {

@@ -17,10 +17,10 @@
 namespace airlock::certs {
 
 // Sandbox side: TLS 1.2 or newer, OpenSSL's default ciphers, no session tickets or resumption.
-// ALPN: "http/1.1" when the client offers it; a client that offers ALPN without http/1.1 (say
-// only h2) fails the handshake with a no_application_protocol alert; a client that sends no ALPN
-// is served without it. The handshake fails if use_leaf was not called on the connection.
-// The error is one line for the log (it only happens when OpenSSL itself fails).
+// ALPN: "h2" when the client offers it and allow_h2 was called on the connection, else
+// "http/1.1" when the client offers it; a client that offers neither fails the handshake with
+// a no_application_protocol alert; a client that sends no ALPN is served without it. The handshake fails if use_leaf
+// was not called on the connection. The error is one line for the log (it only happens when OpenSSL itself fails).
 base::result<boost::asio::ssl::context> server_context();
 
 // Installs LEAF (certificate, the CA as its chain, and the key) on SSL, a connection of
@@ -39,6 +39,14 @@ base::result<boost::asio::ssl::context> upstream_context(const std::vector<std::
 // IPv4/IPv6 literal (brackets allowed) must match an iPAddress SAN and sends no SNI, as RFC 6066
 // asks. A certificate for another name then fails the handshake (see verify_failure).
 base::result<void> prepare_upstream(SSL* ssl, std::string_view host);
+
+// h2 on an inspected connection, offered to the sandbox only where the origin speaks it: the
+// upstream connection offers "h2, http/1.1" (offer_h2, before its handshake, when the
+// sandbox's hello offered h2); after it, negotiated_h2 says what the origin chose, and only
+// then does allow_h2 let the sandbox-facing connection select h2 too.
+base::result<void> offer_h2(SSL* upstream);
+void allow_h2(SSL* server);
+bool negotiated_h2(const SSL* ssl);
 
 // Why verifying the origin's certificate failed, as short stable text for the decision log
 // ("hostname mismatch", "certificate has expired", "self-signed certificate in chain", ...);

@@ -8,6 +8,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(CARES REQUIRED IMPORTED_TARGET libcares)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)
+# HTTP/2 on inspected connections (proxy/h2_bridge.hpp): the library curl and Apache use.
+pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)
 
 # Asio: coroutines only, no deprecated interfaces, and one translation unit does not
 # need to see the others' template instantiations.

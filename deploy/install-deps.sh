@@ -14,7 +14,7 @@ packages=(
   # build
   build-essential cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev
-  libssl-dev libc-ares-dev libre2-dev libyaml-cpp-dev prometheus-cpp-dev libidn2-dev
+  libssl-dev libc-ares-dev libre2-dev libyaml-cpp-dev prometheus-cpp-dev libidn2-dev libnghttp2-dev
   doctest-dev
   # bench/ microbenchmarks
   libbenchmark-dev

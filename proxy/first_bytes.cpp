@@ -3,6 +3,7 @@
 #include "proxy/client_hello.hpp"
 #include "proxy/http_head.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
@@ -27,6 +28,7 @@ std::optional<sniffed> classify_first_bytes(std::vector<std::byte>& bytes, bool 
     s.type = sniffed::kind::tls;
     s.name = hello->sni;
     s.ech = hello->ech;
+    s.offers_h2 = std::find(hello->alpn.begin(), hello->alpn.end(), "h2") != hello->alpn.end();
     s.bytes = std::move(bytes);
     return s;
   }

@@ -22,6 +22,7 @@ struct sniffed {
   bool absolute_form = false;             // HTTP: the target was http://host[:port]/...
   std::size_t head_size = 0;              // HTTP: bytes of the request head (the rest is body)
   bool ech = false;                       // TLS: encrypted_client_hello present (name is the outer SNI)
+  bool offers_h2 = false;                 // TLS: the hello's ALPN offers h2
   bool silent = false;                    // opaque: the client sent nothing within the quiet limit
   std::optional<policy::reason> failure;  // set when no name could be read: deny with it
   std::vector<std::byte> bytes;           // everything read; forwarded upstream first

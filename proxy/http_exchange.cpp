@@ -38,6 +38,7 @@ using http_message_steps::expects_continue;
 using http_message_steps::follow_redirect;
 using http_message_steps::judge_one;
 using http_message_steps::put_credential;
+using http_message_steps::request_record;
 using http_message_steps::response_passes;
 using http_message_steps::take_request_head;
 using http_message_steps::to_origin_form;
@@ -85,21 +86,6 @@ asio::awaitable<void> answer_refusal(Stream& s, unsigned status, record::decisio
   rec.status = status;
   const auto response = steps::refusal_response(status, rec);
   co_await asio::async_write(s, asio::buffer(response), nothrow);
-}
-
-// The `http` line of a request on this connection: the connection's shared fields.
-record::decision_record request_record(const record::decision_record& connection) {
-  record::decision_record rec;
-  rec.event = record::event_kind::http;
-  rec.session = connection.session;
-  rec.client = connection.client;
-  rec.dst = connection.dst;
-  rec.upstream = connection.upstream;
-  rec.proto = "http";  // the request's protocol; its connection's line says tls or http
-  rec.conn = connection.conn;
-  rec.policy = connection.policy;
-  rec.policy_version = connection.policy_version;
-  return rec;
 }
 
 // No request head came whole: the client is done or went quiet between requests (no

@@ -73,6 +73,21 @@ void to_origin_form(http::request_header<>& h, const std::string& target) {
   h.erase("Proxy-Connection");
 }
 
+// The `http` line of a request on this connection: the connection's shared fields.
+record::decision_record request_record(const record::decision_record& connection) {
+  record::decision_record rec;
+  rec.event = record::event_kind::http;
+  rec.session = connection.session;
+  rec.client = connection.client;
+  rec.dst = connection.dst;
+  rec.upstream = connection.upstream;
+  rec.proto = "http";  // the request's protocol; its connection's line says tls or http
+  rec.conn = connection.conn;
+  rec.policy = connection.policy;
+  rec.policy_version = connection.policy_version;
+  return rec;
+}
+
 void put_credential(http::request_header<>& h, const exchange_setup& x, const std::string& target, secret_mask& mask,
                     record::decision_record& rec) {
   const auto* cred = x.policy.credential_for(x.name, target);

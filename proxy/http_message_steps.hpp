@@ -29,6 +29,9 @@ const http_head::request* take_request_head(const http_head::result& parsed, boo
                                             boost::beast::http::request_parser<boost::beast::http::buffer_body>& req,
                                             record::decision_record& rec);
 
+// The `http` line of a request on a served connection: the connection's shared fields.
+record::decision_record request_record(const record::decision_record& connection);
+
 // The `number`th request judged (proxy/judge.hpp, judge_request): the connection's name,
 // then the rule's methods and paths. The decision goes on `rec`.
 request_judgement judge_one(const http_head::request& req_head, const exchange_setup& x, std::uint64_t number,

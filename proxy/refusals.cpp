@@ -18,14 +18,17 @@ using asio::ip::tcp;
 using base::nothrow;
 using policy::reason;
 
+std::string refusal_body(const record::decision_record& rec) {
+  return "{\"reason\":" + base::json_quote(policy::to_string(rec.reason)) + ",\"rule\":" + base::json_quote(rec.rule) +
+         ",\"name\":" + base::json_quote(rec.name) + ",\"session\":" + base::json_quote(rec.session) + "}\n";
+}
+
 std::string refusal_response(unsigned status, const record::decision_record& rec) {
   const char* text = status == 400   ? "Bad Request"
                      : status == 421 ? "Misdirected Request"
                      : status == 502 ? "Bad Gateway"
                                      : "Forbidden";
-  const std::string body = "{\"reason\":" + base::json_quote(policy::to_string(rec.reason)) +
-                           ",\"rule\":" + base::json_quote(rec.rule) + ",\"name\":" + base::json_quote(rec.name) +
-                           ",\"session\":" + base::json_quote(rec.session) + "}\n";
+  const std::string body = refusal_body(rec);
   return "HTTP/1.1 " + std::to_string(status) + " " + text +
          "\r\nContent-Type: application/json\r\nConnection: close\r\nX-Airlock-Reason: " +
          std::string(policy::to_string(rec.reason)) + "\r\nContent-Length: " + std::to_string(body.size()) +

@@ -26,6 +26,8 @@ boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffe
 // The HTTP refusal: `status` (400, 403, 421 or 502), Connection: close, the reason in
 // X-Airlock-Reason and a JSON body naming reason, rule, name and session.
 std::string refusal_response(unsigned status, const record::decision_record& rec);
+// Its body alone (JSON: reason, rule, name, session), for an HTTP/2 stream's refusal.
+std::string refusal_body(const record::decision_record& rec);
 
 // Past a cap or a session's limit: a logged deny (limit_exceeded, the note names the
 // limit), answered like any other refusal on the channel.

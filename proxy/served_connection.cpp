@@ -2,6 +2,7 @@
 
 #include "base/deadline.hpp"
 #include "certs/tls_contexts.hpp"
+#include "proxy/h2_exchange.hpp"
 #include "proxy/http_exchange.hpp"
 #include "proxy/refusals.hpp"
 #include "proxy/served_streams.hpp"
@@ -62,7 +63,11 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
   // The origin first: a certificate that does not verify is a denial the client hears
   // as a TLS alert, before it ever trusts airlock's leaf for that name.
   served_upstream_tls upstream(beast::tcp_stream(std::move(*raw)), ctx.inspection->upstream);
-  if (auto prepared = certs::prepare_upstream(upstream.native_handle(), t.name.str()); !prepared) {
+  // h2 is offered to the origin when the sandbox offered it, and to the sandbox only when
+  // the origin chose it (else http/1.1 both ways).
+  auto prepared = certs::prepare_upstream(upstream.native_handle(), t.name.str());
+  if (prepared && first.offers_h2) prepared = certs::offer_h2(upstream.native_handle());
+  if (!prepared) {
     rec.verdict = verdict::deny;
     rec.reason = reason::internal_error;
     rec.notes.push_back("upstream_tls_setup");
@@ -90,6 +95,7 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
   }
   served_client_tls sandbox(served_client_tcp(beast::tcp_stream(std::move(client)), std::move(first.bytes)),
                             ctx.inspection->server);
+  if (certs::negotiated_h2(upstream.native_handle())) certs::allow_h2(sandbox.native_handle());
   if (auto used = certs::use_leaf(sandbox.native_handle(), **leaf); !used) {
     rec.verdict = verdict::deny;
     rec.reason = reason::internal_error;
@@ -107,7 +113,15 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
   }
 
   exchange_setup x{ctx, t.policy, t.name, t.port, true, t.destination_agrees, rec, ticket};
-  const auto totals = co_await serve_requests(sandbox, upstream, x);
+  exchange_totals totals;
+  if (certs::negotiated_h2(sandbox.native_handle())) {
+    rec.notes.push_back("h2");
+    std::string failure;
+    totals = co_await serve_h2(sandbox, upstream, x, failure);
+    if (!failure.empty()) rec.notes.push_back(std::move(failure));
+  } else {
+    totals = co_await serve_requests(sandbox, upstream, x);
+  }
   rec.bytes_up = totals.up;
   rec.bytes_down = totals.down;
   if (totals.cut) record::mark_cut(rec, ticket.spent());

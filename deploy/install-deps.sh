@@ -30,6 +30,8 @@ packages=(
   tmux
   # a WebSocket server and client (tests/e2e/websocket_test.sh)
   python3-websockets
+  # HTTP/2 peers (tests/e2e/h2_test.sh): nghttp, Python's h2 and grpcio
+  nghttp2-client python3-h2 python3-grpcio
   # a client TLS inspection is tested with (npm: below)
   git
   # the manual pages' check (groff reads each page); the sidecar test's users (setpriv)

@@ -37,13 +37,21 @@ class h2_driver {
     for (;;) {
       beast::get_lowest_layer(client_).expires_after(idle_);
       auto [ec, n] = co_await client_.async_read_some(asio::buffer(buf), nothrow);
+      if (!ec && !bridge_.from_client(std::span(buf.data(), n))) {
+        // The sandbox broke the protocol or a bound (a flood): its GOAWAY, briefly, and no
+        // more reading. A writer already stuck on a peer that does not read is cut below.
+        beast::get_lowest_layer(client_).expires_after(std::chrono::seconds(1));
+        co_await flush_both();
+        break;
+      }
       if (ec) bridge_.client_gone();
-      else bridge_.from_client(std::span(buf.data(), n));
       co_await flush_both();
       if (ec || bridge_.done()) break;
     }
     over_ = true;
+    // Whatever either side still waits on ends now (the origin's reader, a stuck writer).
     beast::get_lowest_layer(upstream_).cancel();
+    beast::get_lowest_layer(client_).cancel();
   }
 
   // Until the origin closes (what it left unanswered gets airlock's 502), or the exchange is over.

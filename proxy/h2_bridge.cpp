@@ -3,7 +3,7 @@
 #include "proxy/http_head.hpp"
 #include "proxy/http_message_steps.hpp"
 #include "proxy/judge.hpp"
-#include "proxy/refusals.hpp"
+#include "proxy/refusal_text.hpp"
 #include "record/decision_line.hpp"
 
 #include <boost/beast/http/message.hpp>
@@ -130,7 +130,7 @@ struct h2_callbacks {
     s->rec = http_message_steps::request_record(b.x_.connection);
     s->rec.notes.push_back("h2");
     s->rec.notes.push_back("stream:" + std::to_string(s->down_id));
-    s->line.emplace(b.x_.ctx.log, s->rec, record::decision_line::timing::at_exit);
+    s->line.emplace(b.x_.log, s->rec, record::decision_line::timing::at_exit);
     b.streams_[s->down_id] = std::move(s);
     return 0;
   }
@@ -457,7 +457,7 @@ void h2_bridge::response_head(stream& s) {
     refuse(s, 502);
     return;
   }
-  if (s.status >= 300 && s.status < 400 && x_.ctx.grants != nullptr) http_message_steps::follow_redirect(h, x_, rec);
+  if (s.status >= 300 && s.status < 400 && x_.grants != nullptr) http_message_steps::follow_redirect(h, x_, rec);
   nv_list nv;
   nv.add(":status", std::to_string(s.status));
   add_fields(nv, h);

@@ -20,7 +20,7 @@ namespace {
 class h2_driver {
  public:
   h2_driver(served_client_tls& client, served_upstream_tls& upstream, exchange_setup& x)
-      : client_(client), upstream_(upstream), bridge_(x), idle_(idle_limit(x.ctx)) {}
+      : client_(client), upstream_(upstream), bridge_(x), idle_(x.idle) {}
 
   asio::awaitable<void> run() {
     using namespace asio::experimental::awaitable_operators;

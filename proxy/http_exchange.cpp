@@ -161,7 +161,7 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
   beast::flat_buffer from_client{buffer_limit}, from_upstream{buffer_limit};
   auto& client_tcp = beast::get_lowest_layer(client);
   auto& upstream_tcp = beast::get_lowest_layer(upstream);
-  const auto idle = idle_limit(x.ctx);
+  const auto idle = x.idle;
   // Every credential put on a request of this connection: an echo is masked in any later
   // response too, whichever request it seems to answer.
   secret_mask mask;
@@ -180,11 +180,11 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
     client_tcp.expires_after(idle);
     auto head = co_await read_head(client, from_client);
     if (!head.parsed) {
-      totals.clean = ended_between_requests(head, rec, x.ctx.log);
+      totals.clean = ended_between_requests(head, rec, x.log);
       co_return totals;
     }
     // The request's line, timed from here: written on every way out of this request.
-    record::decision_line line(x.ctx.log, rec, record::decision_line::timing::at_exit);
+    record::decision_line line(x.log, rec, record::decision_line::timing::at_exit);
     http::request_parser<http::buffer_body> req;
     const auto* req_head = take_request_head(*head.parsed, from_client, req, rec);
     if (req_head == nullptr) {
@@ -259,7 +259,7 @@ asio::awaitable<exchange_totals> serve_requests(Client& client, Upstream& upstre
                           (d.websocket ? to_websocket(res.get().base()) : x.upgrades && !x.tls);
     if (status == 101) rec.notes.push_back(switched ? "upgraded" : "upgrade_refused");
     if (switched && d.websocket) rec.notes.push_back("websocket");
-    if (status >= 300 && status < 400 && x.ctx.grants != nullptr) follow_redirect(res.get().base(), x, rec);
+    if (status >= 300 && status < 400 && x.grants != nullptr) follow_redirect(res.get().base(), x, rec);
     const bool upstream_keeps_alive = res.keep_alive();
 
     // 7. Pass the response on. No body after some, whatever the headers say: a chunked

@@ -14,13 +14,18 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 namespace airlock::proxy {
 
 struct exchange_setup {
-  proxy_context& ctx;
+  // Of the proxy's context (proxy_context), what an exchange uses: where its lines go, the
+  // redirect allowances its 3xx may grant (optional), and how long it may stay idle.
+  record::decision_sink& log;
+  policy::redirect_grants* grants;
+  std::chrono::steady_clock::duration idle;
   const policy::compiled_policy& policy;
   const policy::domain_name& name;  // the connection's name: SNI, or the first request's Host
   std::uint16_t port;

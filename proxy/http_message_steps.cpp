@@ -155,11 +155,11 @@ void follow_redirect(const http::response_header<>& h, const exchange_setup& x, 
             rec.notes.push_back("redirect_scheme_port_mismatch");
           }
           if (rule) {
-            x.ctx.grants->grant(session, *to, x.name, rule->mark.to_string(), now, policy::redirect_grants::default_ttl,
-                                to_port, speaks);
+            x.grants->grant(session, *to, x.name, rule->mark.to_string(), now, policy::redirect_grants::default_ttl,
+                            to_port, speaks);
             rec.notes.push_back("redirect_granted:" + to->str());
           } else {
-            x.ctx.grants->refused(session, *to, x.name, now);
+            x.grants->refused(session, *to, x.name, now);
             rec.notes.push_back("redirect_refused:" + to->str());
           }
         }

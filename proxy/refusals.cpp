@@ -2,7 +2,6 @@
 #include "proxy/refusals.hpp"
 
 #include "base/deadline.hpp"
-#include "base/json_string.hpp"
 #include "proxy/own_socket.hpp"
 #include "proxy/steps.hpp"
 #include "proxy/upstream_connect.hpp"
@@ -17,23 +16,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using base::nothrow;
 using policy::reason;
-
-std::string refusal_body(const record::decision_record& rec) {
-  return "{\"reason\":" + base::json_quote(policy::to_string(rec.reason)) + ",\"rule\":" + base::json_quote(rec.rule) +
-         ",\"name\":" + base::json_quote(rec.name) + ",\"session\":" + base::json_quote(rec.session) + "}\n";
-}
-
-std::string refusal_response(unsigned status, const record::decision_record& rec) {
-  const char* text = status == 400   ? "Bad Request"
-                     : status == 421 ? "Misdirected Request"
-                     : status == 502 ? "Bad Gateway"
-                                     : "Forbidden";
-  const std::string body = refusal_body(rec);
-  return "HTTP/1.1 " + std::to_string(status) + " " + text +
-         "\r\nContent-Type: application/json\r\nConnection: close\r\nX-Airlock-Reason: " +
-         std::string(policy::to_string(rec.reason)) + "\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
-}
 
 asio::awaitable<void> refuse(tcp::socket& client, sniffed::kind channel, record::decision_line& line) {
   if (line.probe.active()) {

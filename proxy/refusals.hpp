@@ -2,6 +2,7 @@
 // A refused connection's answer, in the language of its channel (a TLS alert, an HTTP
 // status with the reason, a reset), with its line: the steps every handler refuses with.
 #include "proxy/connection.hpp"
+#include "proxy/refusal_text.hpp"
 #include "proxy/sniff.hpp"
 #include "record/decision_line.hpp"
 
@@ -22,12 +23,6 @@ struct upstream_reached;  // proxy/upstream_connect.hpp
 // what an operator most wants attributed. Allowed traffic never waits for it.
 boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket& client, sniffed::kind channel,
                                     record::decision_line& line);
-
-// The HTTP refusal: `status` (400, 403, 421 or 502), Connection: close, the reason in
-// X-Airlock-Reason and a JSON body naming reason, rule, name and session.
-std::string refusal_response(unsigned status, const record::decision_record& rec);
-// Its body alone (JSON: reason, rule, name, session), for an HTTP/2 stream's refusal.
-std::string refusal_body(const record::decision_record& rec);
 
 // Past a cap or a session's limit: a logged deny (limit_exceeded, the note names the
 // limit), answered like any other refusal on the channel.

@@ -112,7 +112,8 @@ asio::awaitable<void> serve_inspected(tcp::socket& client, sniffed& first, const
     co_return;
   }
 
-  exchange_setup x{ctx, t.policy, t.name, t.port, true, t.destination_agrees, rec, ticket};
+  exchange_setup x{ctx.log, ctx.grants, idle_limit(ctx),      t.policy, t.name,
+                   t.port,  true,       t.destination_agrees, rec,      ticket};
   exchange_totals totals;
   if (certs::negotiated_h2(sandbox.native_handle())) {
     rec.notes.push_back("h2");
@@ -141,7 +142,8 @@ asio::awaitable<void> serve_plain_http(tcp::socket& client, sniffed& first, cons
   line.decide();
   served_upstream_tcp upstream(std::move(*raw));
   served_client_tcp sandbox(beast::tcp_stream(std::move(client)), std::move(first.bytes));
-  exchange_setup x{ctx, t.policy, t.name, t.port, false, t.destination_agrees, rec, ticket};
+  exchange_setup x{ctx.log, ctx.grants, idle_limit(ctx),      t.policy, t.name,
+                   t.port,  false,      t.destination_agrees, rec,      ticket};
   x.upgrades = t.upgrades;
   x.log_allowed = t.log_requests;
   x.from_proxy_client = t.from_proxy_client;

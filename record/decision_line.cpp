@@ -1,9 +1,7 @@
 #include "record/decision_line.hpp"
 
-#include "base/spawn.hpp"
+#include "record/line_with_process.hpp"
 #include "record/packed.hpp"
-
-#include <boost/asio/awaitable.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -11,8 +9,6 @@
 #include <utility>
 
 namespace airlock::record {
-
-namespace asio = boost::asio;
 
 namespace {
 
@@ -33,34 +29,6 @@ void make_close_line(decision_record& rec, decision_line::clock::time_point star
   rec.event = event_kind::close;
   rec.ts = std::chrono::system_clock::now();
   rec.duration_ms = milliseconds_since(started);
-}
-
-// Owns a line until it is written: whether the waiting coroutine finishes, or is destroyed
-// unstarted or half-way with the loop, the line goes out exactly once.
-struct pending_line {
-  decision_sink& sink;
-  decision_record record;
-  ~pending_line() { sink.emit(record); }
-};
-
-// `rec` once `p` has answered (at most 200 ms), on p's loop, without holding up the caller.
-// Out of memory, the line goes out at once without its process.
-void emit_with_process(decision_sink& sink, const decision_record& rec, attribution::probe& p) noexcept {
-  if (p.active()) {
-    try {
-      auto ex = p.executor();
-      std::unique_ptr<pending_line> line(new pending_line{sink, rec});
-      base::spawn_session(
-          ex,
-          [](std::unique_ptr<pending_line> l, attribution::probe pr) -> asio::awaitable<void> {
-            l->record.process_json = co_await pr.json(std::chrono::milliseconds(200));
-          }(std::move(line), std::move(p)),
-          [](const char* what) { std::fprintf(stderr, "airlock: decision line: %s\n", what); });
-      return;
-    } catch (...) {
-    }
-  }
-  sink.emit(rec);
 }
 
 }  // namespace

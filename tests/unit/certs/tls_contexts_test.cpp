@@ -38,9 +38,10 @@ struct outcome {
   bool ok = false;
   std::string client_error;  // OpenSSL's error queue when that side failed
   std::string server_error;
-  std::string verify;      // verify_failure() on the client
-  std::string alpn;        // what the client sees as selected
-  std::string server_sni;  // what the server saw as SNI
+  std::string verify;          // verify_failure() on the client
+  std::string alpn;            // what the client sees as selected
+  bool negotiated_h2 = false;  // negotiated_h2() on the client
+  std::string server_sni;      // what the server saw as SNI
 };
 
 // One handshake in memory: the two SSL objects talk over a BIO pair, each stepped in turn until
@@ -49,6 +50,8 @@ struct handshake_setup {
   const leaf* value = nullptr;      // installed on the server with use_leaf unless null
   std::string host;                 // given to prepare_upstream
   std::optional<std::string> alpn;  // overrides the client's ALPN list (wire format)
+  bool offer_h2 = false;            // offer_h2 on the client (before alpn, which overrides it)
+  bool allow_h2 = false;            // allow_h2 on the server
 };
 
 outcome handshake(ssl::context& server_ctx, ssl::context& client_ctx, const handshake_setup& setup) {
@@ -62,6 +65,8 @@ outcome handshake(ssl::context& server_ctx, ssl::context& client_ctx, const hand
   }
   const auto prepared = prepare_upstream(client.get(), setup.host);
   REQUIRE_MESSAGE(prepared.has_value(), prepared.error());
+  if (setup.offer_h2) REQUIRE(offer_h2(client.get()).has_value());
+  if (setup.allow_h2) allow_h2(server.get());
   if (setup.alpn) {
     REQUIRE(SSL_set_alpn_protos(client.get(), reinterpret_cast<const unsigned char*>(setup.alpn->data()),
                                 static_cast<unsigned>(setup.alpn->size())) == 0);
@@ -116,6 +121,7 @@ outcome handshake(ssl::context& server_ctx, ssl::context& client_ctx, const hand
   unsigned int selected_length = 0;
   SSL_get0_alpn_selected(client.get(), &selected, &selected_length);
   out.alpn.assign(reinterpret_cast<const char*>(selected), selected_length);
+  out.negotiated_h2 = negotiated_h2(client.get());
   if (const char* sni = SSL_get_servername(server.get(), TLSEXT_NAMETYPE_host_name)) {
     out.server_sni = sni;
   }
@@ -243,6 +249,34 @@ TEST_CASE("ALPN: the server selects http/1.1 and nothing else") {
   const outcome none = handshake(server, client, {leaf_value, "example.test", std::string{}});
   CHECK_MESSAGE(none.ok, none.client_error, " / ", none.server_error);
   CHECK(none.alpn.empty());
+}
+
+TEST_CASE("ALPN: h2 only where the server connection allows it, and negotiated_h2 says so on both ends") {
+  const test_ca ca;
+  const auto minter = make_minter(ca);
+  auto server = make_server();
+  auto client = make_client({ca.cert_file()});
+  const auto value = minter->get("example.test");
+  REQUIRE(value.has_value());
+  const leaf* leaf_value = value->get();
+
+  handshake_setup offered{leaf_value, "example.test", std::nullopt};
+  offered.offer_h2 = true;
+  const outcome not_allowed = handshake(server, client, offered);
+  CHECK_MESSAGE(not_allowed.ok, not_allowed.client_error, " / ", not_allowed.server_error);
+  CHECK(not_allowed.alpn == "http/1.1");  // offered, but the origin side did not choose it
+
+  offered.allow_h2 = true;
+  const outcome allowed = handshake(server, client, offered);
+  CHECK_MESSAGE(allowed.ok, allowed.client_error, " / ", allowed.server_error);
+  CHECK(allowed.alpn == "h2");
+  CHECK(allowed.negotiated_h2);
+
+  handshake_setup h1_client{leaf_value, "example.test", std::string{"\x08http/1.1"}};
+  h1_client.allow_h2 = true;
+  const outcome h1 = handshake(server, client, h1_client);
+  CHECK(h1.alpn == "http/1.1");  // allowed, but not offered
+  CHECK_FALSE(h1.negotiated_h2);
 }
 
 TEST_CASE("the server handshake fails when no leaf was installed") {

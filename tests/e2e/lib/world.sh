@@ -30,7 +30,14 @@ unset SUDO_UID SUDO_GID SUDO_USER SUDO_COMMAND
 for tool in unbound nginx curl dig nft ip openssl python3; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run deploy/install-deps.sh"; exit 77; }
 done
-P=${P:-al$(printf '%04x' $((RANDOM % 65536)))}
+# A prefix no namespace has yet: tests run two at a time, and one killed mid-run (a ctest
+# timeout) may have left its namespaces behind. 24 random bits, retried while taken.
+if [[ -z ${P:-} ]]; then
+  for _ in $(seq 20); do
+    P=al$(printf '%06x' $((SRANDOM % 16777216)))
+    ip netns list 2>/dev/null | grep -q "^$P-" || break
+  done
+fi
 W=${W:-$(mktemp -d /tmp/airlock-e2e.XXXXXX)}
 SBX=$P-sbx GW=$P-gw NET=$P-net
 SBX_IP=198.51.100.2 GW_SBX_IP=198.51.100.1 GW_NET_IP=203.0.113.1

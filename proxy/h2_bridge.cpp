@@ -6,6 +6,7 @@
 #include "proxy/refusal_text.hpp"
 #include "record/decision_line.hpp"
 
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/message.hpp>
 #include <nghttp2/nghttp2.h>
 
@@ -98,6 +99,8 @@ struct h2_bridge::stream {
   std::optional<record::decision_line> line;
   // The request, as the sandbox sent it.
   std::string method, path, authority, scheme, protocol;
+  std::optional<std::string> host;  // a Host field beside (or instead of) :authority
+  bool hosts = false;               // more than one Host field
   header_list headers, trailers;
   std::size_t header_bytes = 0;
   bool request_ended = false;
@@ -111,6 +114,7 @@ struct h2_bridge::stream {
   bool response_ended = false;
   std::string down_pending;  // response body bytes, masked, the sandbox has not taken yet
   bool head_request = false;
+  bool websocket = false;  // an extended CONNECT to a WebSocket, allowed
   // Airlock's own answer instead of the origin's (a refusal).
   bool refused = false;
   std::string own_body;
@@ -163,7 +167,11 @@ struct h2_callbacks {
       else if (name == ":authority") s->authority = std::move(value);
       else if (name == ":scheme") s->scheme = std::move(value);
       else if (name == ":protocol") s->protocol = std::move(value);
-      else s->headers.emplace_back(name, std::move(value));
+      else if (name != "host") s->headers.emplace_back(name, std::move(value));
+      else {
+        if (s->host) s->hosts = true;
+        s->host = std::move(value);
+      }
     } else if (!s->final_seen) {
       if (name == ":status") {
         s->status = 0;
@@ -180,6 +188,8 @@ struct h2_callbacks {
   static int frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     auto& b = of(user);
     const bool ends = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (!down(user) && frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0)
+      b.origin_settings();
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     if (down(user)) {
       auto* s = b.from_down(frame->hd.stream_id);
@@ -404,13 +414,27 @@ void h2_bridge::request_complete(stream& s) {
   rec.method = s.method;
   rec.path = s.path;
   http_head::request r;
-  r.method = s.method;
+  // An extended CONNECT (RFC 8441) is the upgrade of HTTP/1.1 in HTTP/2's words: judged as
+  // that GET with its Upgrade (:protocol), so a WebSocket is judged by host, path and method.
+  const bool extended_connect = s.method == "CONNECT" && !s.protocol.empty();
+  r.method = extended_connect ? "GET" : s.method;
   r.target = s.path;
-  r.upgrade = s.protocol;  // extended CONNECT (RFC 8441) names the protocol it switches to
+  r.upgrade = s.protocol;
+  // The origin is told one name, the one judged: a Host field may stand in for :authority
+  // (RFC 9113, 8.3.1) but not differ from it, or an origin routing by Host would be reached
+  // under a name airlock never judged.
+  if (s.authority.empty() && s.host) s.authority = *s.host;
   split_authority(s.authority, r);
   rec.name = r.host;
   s.head_request = s.method == "HEAD";
   if (s.rec.reason == reason::too_large) return;  // reset already
+  if (s.hosts || (s.host && !boost::beast::iequals(*s.host, s.authority))) {
+    rec.verdict = verdict::deny;
+    rec.reason = reason::parse_error;
+    rec.notes.push_back("host_differs_from_authority");
+    refuse(s, 400);
+    return;
+  }
   std::string plain_host;
   const auto d = http_message_steps::judge_one(r, x_, judged_++, plain_host, rec);
   if (d.verdict == verdict::deny) {
@@ -426,8 +450,18 @@ void h2_bridge::request_complete(stream& s) {
   http::request_header<> h;
   for (const auto& [k, v] : s.headers) h.insert(k, v);
   http_message_steps::put_credential(h, x_, s.path, mask_, rec);
+  if (d.websocket && !mask_.empty()) {
+    // Its frames pass unread: an echo of the credential could not be masked.
+    rec.verdict = verdict::deny;
+    rec.reason = reason::protocol_not_allowed;
+    rec.notes.push_back("websocket_with_credential");
+    refuse(s, 403);
+    return;
+  }
+  s.websocket = d.websocket;
   nv_list nv;
   nv.add(":method", s.method);
+  if (extended_connect) nv.add(":protocol", s.protocol);
   nv.add(":scheme", s.scheme.empty() ? "https" : s.scheme);
   nv.add(":authority", s.authority);
   nv.add(":path", s.path);
@@ -467,6 +501,23 @@ void h2_bridge::response_head(stream& s) {
   const bool bodiless = s.response_ended && s.down_pending.empty();
   nghttp2_submit_response(down_.s, s.down_id, list.data(), list.size(), bodiless ? nullptr : &body);
   s.response_sent = true;
+  if (s.websocket && s.status / 100 == 2) {
+    // The switch: its line leaves now, as HTTP/1.1's at its 101; the frames that follow are
+    // counted in the connection's close line.
+    rec.notes.push_back("upgraded");
+    rec.notes.push_back("websocket");
+    s.line->decide();
+    s.line->cancel();
+  }
+}
+
+void h2_bridge::origin_settings() {
+  // Extended CONNECT is offered to the sandbox only when the origin takes it too.
+  if (connect_offered_ || nghttp2_session_get_remote_settings(up_.s, NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL) != 1)
+    return;
+  connect_offered_ = true;
+  const nghttp2_settings_entry enable{NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1};
+  nghttp2_submit_settings(down_.s, NGHTTP2_FLAG_NONE, &enable, 1);
 }
 
 void h2_bridge::refuse(stream& s, unsigned status) {

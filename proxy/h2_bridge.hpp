@@ -93,6 +93,7 @@ class h2_bridge {
   stream* from_up(std::int32_t id);
   void request_complete(stream& s);
   void response_head(stream& s);
+  void origin_settings();
   void refuse(stream& s, unsigned status);
   void close_down(std::int32_t id, std::uint32_t error_code);
   void close_up(std::int32_t id, std::uint32_t error_code);
@@ -110,6 +111,7 @@ class h2_bridge {
   std::map<std::int32_t, std::int32_t> by_up_;               // origin's stream id -> sandbox's
   std::uint64_t judged_ = 0;                                 // streams judged so far
   bool broken_ = false;
+  bool connect_offered_ = false;  // SETTINGS_ENABLE_CONNECT_PROTOCOL sent to the sandbox
   std::string failure_;
 };
 

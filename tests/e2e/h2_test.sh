@@ -6,7 +6,8 @@
 # an http line with its stream id; bodies both ways arrive whole; a credential is injected
 # per stream and its echo masked; a stream's redirect grants its target once; gRPC passes
 # (and a method the rule does not list is refused); and rapid reset, CONTINUATION floods,
-# SETTINGS floods and HPACK bombs are each stopped by their bound, the daemon serving on.
+# SETTINGS floods and HPACK bombs are each stopped by their bound, the daemon serving on; a
+# WebSocket over HTTP/2 (RFC 8441's extended CONNECT) where the origin takes it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3  # Debian's, with python3-h2 and python3-grpcio
@@ -15,8 +16,9 @@ other.airlock.test 203.0.113.10
 h1only.airlock.test 203.0.113.10
 auth.airlock.test 203.0.113.10
 landing.airlock.test 203.0.113.10
-grpc.airlock.test 203.0.113.20"
-WORLD_CERT_NAMES="h2.airlock.test other.airlock.test h1only.airlock.test auth.airlock.test landing.airlock.test grpc.airlock.test"
+grpc.airlock.test 203.0.113.20
+ws.airlock.test 203.0.113.30"
+WORLD_CERT_NAMES="h2.airlock.test other.airlock.test h1only.airlock.test auth.airlock.test landing.airlock.test grpc.airlock.test ws.airlock.test"
 W=${W:-$(mktemp -d /tmp/airlock-e2e.XXXXXX)}
 ORIGIN=203.0.113.10
 WORLD_NGINX_SERVERS="
@@ -46,6 +48,11 @@ for m in h2 grpc; do "$PY" -c "import $m" 2>/dev/null || { echo "missing python3
 command -v nghttp >/dev/null || { echo "missing nghttp (nghttp2-client): run deploy/install-deps.sh"; exit 77; }
 world_up
 ip -n "$NET" addr add 203.0.113.20/24 dev "$P-n0"
+ip -n "$NET" addr add 203.0.113.30/24 dev "$P-n0"
+# An origin that takes extended CONNECT (RFC 8441): WebSocket over HTTP/2.
+ip netns exec "$NET" timeout 170 "$PY" "$here/lib/h2_origin.py" 203.0.113.30 "$W/origin.crt" "$W/origin.key" 165 \
+  >"$W/h2-origin.log" 2>"$W/h2-origin.stderr" &
+WORLD_PIDS+=($!)
 
 # The upload sink: answers each POST with the sha256 of the body it read.
 ip netns exec "$NET" timeout 170 "$PY" - <<'PY' 2>"$W/sink.stderr" &
@@ -87,7 +94,9 @@ time.sleep(165)
 PY
 WORLD_PIDS+=($!)
 world_wait_listen "$NET" t 9002
-for _ in $(seq 100); do ip netns exec "$NET" ss -lntH 'src 203.0.113.20:443' | grep -q . && break; sleep 0.05; done
+for a in 203.0.113.20 203.0.113.30; do
+  for _ in $(seq 100); do ip netns exec "$NET" ss -lntH "src $a:443" | grep -q . && break; sleep 0.05; done
+done
 
 "$AIRLOCK" ca init "$W/airlock-ca" >/dev/null
 printf 'Bearer h2-secret-%s\n' "$RANDOM$RANDOM" >"$W/secret"
@@ -116,6 +125,9 @@ policies:
         inspect: true
       - host: auth.airlock.test
         inspect: true
+      - host: ws.airlock.test
+        inspect: true
+        paths: [/chat]
       - host: grpc.airlock.test
         inspect: true
         paths: [/echo.Echo/Say]
@@ -158,7 +170,8 @@ expect "a 3 MB upload over h2 reaches the origin whole" \
 
 # --- every stream judged on its own, on one connection ------------------------------------
 peer h2.airlock.test streams h2.airlock.test:/ok h2.airlock.test:/forbidden other.airlock.test:/x \
-  h2.airlock.test:/ok >"$W/streams.out" 2>&1 || true
+  h2.airlock.test:/ok h2.airlock.test:/ok/fronted:other.airlock.test :/ok/by-host:H2.airlock.test \
+  >"$W/streams.out" 2>&1 || true
 cat "$W/streams.out"
 expect "one connection: an allowed stream 200" grep -qx '/ok h2.airlock.test 200' "$W/streams.out"
 expect "  a forbidden path beside it 403" grep -qx '/forbidden h2.airlock.test 403' "$W/streams.out"
@@ -168,7 +181,13 @@ expect "  the forbidden stream's line: path_not_allowed, with its stream id" \
   line event=http name=h2.airlock.test path=/forbidden verdict=deny reason=path_not_allowed status=403 'notes~=stream:3'
 expect "  the other host's: denied, 421" line event=http name=other.airlock.test path=/x verdict=deny status=421 \
   'notes~=stream:5'
-expect_not "  nothing of the refused streams reached the origin" grep -q 'forbidden\|/x ' "$W/h2-access.log"
+expect "  a Host field naming another host than :authority: 400, the request malformed" \
+  grep -qx '/ok/fronted h2.airlock.test@other.airlock.test 400' "$W/streams.out"
+expect "  its line: parse_error, host_differs_from_authority" line event=http name=h2.airlock.test \
+  path=/ok/fronted verdict=deny reason=parse_error status=400 'notes~=host_differs_from_authority'
+expect "  a Host field instead of :authority names the stream's host (judged, allowed)" \
+  grep -qx '/ok/by-host @H2.airlock.test 200' "$W/streams.out"
+expect_not "  nothing of the refused streams reached the origin" grep -q 'forbidden\|/x \|fronted' "$W/h2-access.log"
 
 # --- a credential per stream, its echo masked; a redirect's grant ------------------------------
 h2curl https://auth.airlock.test/ >"$W/auth.out"
@@ -199,6 +218,21 @@ expect "  its line: POST /echo.Echo/Say, allowed" line event=http name=grpc.airl
 expect "a gRPC method the rule does not list is refused (PERMISSION_DENIED from the 403)" \
   body_is "rpc error PERMISSION_DENIED" grpc_call Secret
 expect "  path_not_allowed" line event=http name=grpc.airlock.test path=/echo.Echo/Secret reason=path_not_allowed
+
+# --- WebSocket over HTTP/2 (RFC 8441) -------------------------------------------------------
+out=$(peer ws.airlock.test websocket /chat 2>&1 || true)
+expect "extended CONNECT is offered where the origin offers it, and a WebSocket over h2 echoes ($out)" \
+  test "$out" = "200 ping"
+expect "  its line, written at the switch: CONNECT /chat, allowed, websocket" \
+  line event=http name=ws.airlock.test method=CONNECT path=/chat verdict=allow status=200 'notes~=websocket'
+out=$(peer ws.airlock.test websocket /elsewhere 2>&1 || true)
+expect "  one to a path the rule does not allow is refused ($out)" test "$out" = "403"
+expect "  path_not_allowed" \
+  line event=http name=ws.airlock.test method=CONNECT path=/elsewhere verdict=deny reason=path_not_allowed status=403
+expect "  the origin saw the allowed CONNECT and never the refused one" \
+  bash -c "grep -qx 'CONNECT /chat' '$W/h2-origin.log' && ! grep -q /elsewhere '$W/h2-origin.log'"
+out=$(peer h2.airlock.test websocket /ok 2>&1 || true)
+expect "  an origin that does not take it (nginx): the sandbox is not offered it ($out)" test "$out" = "not offered"
 
 # --- the attacks, each stopped by its bound --------------------------------------------------
 before=$(wc -l <"$W/h2-access.log")

@@ -9,7 +9,8 @@
 // the server's SETTINGS.
 //
 // Properties, beyond memory safety: every request airlock sends the origin names the
-// connection's host in :authority and a method and path its rule allows, whatever the
+// connection's host in :authority (and in a Host field, if any), no trailers with pseudo-
+// headers follow it, and its method and path are ones its rule allows, whatever the
 // sandbox sent; and no header value or body airlock sends the sandbox holds the credential
 // it injects for the origin, whatever the origin echoed, and however it split the echo.
 #include "policy/snapshot.hpp"
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,8 +77,8 @@ bool same_host(std::string authority) {
   return authority == "a.test";
 }
 
-// Reads frames out of what the bridge sent one side, decoding header blocks, and checks
-// each with `check(headers-or-data)`.
+// Reads frames out of what the bridge sent one side, decoding header blocks: on_header gets
+// each block with its stream id, on_data each DATA payload.
 class frame_reader {
  public:
   explicit frame_reader(bool client_side) : client_side_(client_side) { nghttp2_hd_inflate_new(&inflater_); }
@@ -97,12 +99,15 @@ class frame_reader {
       const std::size_t len = (std::size_t{p[0]} << 16) | (std::size_t{p[1]} << 8) | p[2];
       if (buf_.size() < 9 + len) return;
       const std::uint8_t type = p[3], flags = p[4];
+      const std::uint32_t stream =
+          ((std::uint32_t{p[5]} << 24) | (std::uint32_t{p[6]} << 16) | (std::uint32_t{p[7]} << 8) | p[8]) & 0x7fffffffu;
       std::string_view payload(buf_.data() + 9, len);
       if (type == NGHTTP2_DATA) {
         if (flags & NGHTTP2_FLAG_PADDED) payload = payload.substr(1, payload.size() - 1 - std::uint8_t(payload[0]));
         on_data(payload);
       } else if (type == NGHTTP2_HEADERS || type == NGHTTP2_CONTINUATION) {
         if (type == NGHTTP2_HEADERS) {
+          block_stream_ = stream;
           std::size_t skip = 0, pad = 0;
           if (flags & NGHTTP2_FLAG_PADDED) pad = std::uint8_t(payload[0]), skip = 1;
           if (flags & NGHTTP2_FLAG_PRIORITY) skip += 5;
@@ -136,13 +141,14 @@ class frame_reader {
       if (used == 0 && left == 0) break;
     }
     nghttp2_hd_inflate_end_headers(inflater_);
-    on_header(headers);
+    on_header(block_stream_, headers);
   }
 
   bool client_side_;  // reads what goes to the origin: it starts with the client preface
   bool preface_done_ = false;
   nghttp2_hd_inflater* inflater_ = nullptr;
   std::string buf_, block_;
+  std::uint32_t block_stream_ = 0;
 };
 
 }  // namespace
@@ -161,6 +167,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                    connection, ticket};
   airlock::proxy::h2_bridge bridge(x);
   frame_reader to_origin(true), to_sandbox(false);
+  std::set<std::uint32_t> requested;  // streams whose request head reached the origin
   std::string out;
 
   auto drain = [&] {
@@ -168,12 +175,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bridge.to_upstream(out);
     to_origin.take(
         out,
-        [&](const auto& headers) {
+        [&](std::uint32_t stream, const auto& headers) {
+          // A stream's later header block is its trailers: no pseudo-headers to check.
+          if (!requested.insert(stream).second) {
+            for (const auto& [k, v] : headers) require(!k.starts_with(':'));
+            return;
+          }
           std::string authority, path, method;
           for (const auto& [k, v] : headers) {
             if (k == ":authority") authority = v;
             if (k == ":path") path = v;
             if (k == ":method") method = v;
+            if (k == "host") require(same_host(v));  // nor does a Host field name another
           }
           // Only the connection's host, and only what the rule allows, reaches the origin.
           require(same_host(authority));
@@ -184,7 +197,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bridge.to_client(out);
     to_sandbox.take(
         out,
-        [](const auto& headers) {
+        [](std::uint32_t, const auto& headers) {
           for (const auto& [k, v] : headers) require(v.find(token) == std::string::npos);
         },
         [](std::string_view body) { require(body.find(token) == std::string_view::npos); });

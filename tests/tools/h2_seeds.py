@@ -22,8 +22,9 @@ def chunk(side, data):
     return res
 
 
-def client():
-    c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+def client(validate=True):
+    c = h2.connection.H2Connection(config=h2.config.H2Configuration(
+        client_side=True, header_encoding="utf-8", validate_outbound_headers=validate))
     c.initiate_connection()
     return c
 
@@ -86,3 +87,22 @@ s = server(req("/ok"))
 s.send_headers(1, [(":status", "200")])
 s.send_data(1, b"partial")
 write("reset", chunk(0, first) + chunk(1, s.data_to_send()) + chunk(0, c.data_to_send()))
+
+# A request with trailers from the sandbox (gRPC's shape the other way): its second header
+# block is no request.
+c = client()
+c.send_headers(1, req("/ok/upload", method="POST"))
+c.send_data(1, b"x" * 100)
+c.send_headers(1, [("x-trailer", "done")], end_stream=True)
+s = server(req("/ok/upload", method="POST"))
+s.send_headers(1, [(":status", "200")], end_stream=True)
+write("trailers_to_origin", chunk(0, c.data_to_send()) + chunk(1, s.data_to_send()))
+
+# A Host field: in place of :authority, and beside it naming another host (which h2 itself
+# would not send).
+c = client(validate=False)
+c.send_headers(1, [(":method", "GET"), (":path", "/ok"), (":scheme", "https"), ("host", "a.test")], end_stream=True)
+c.send_headers(3, req("/ok") + [("host", "b.test")], end_stream=True)
+s = server(req("/ok"))
+s.send_headers(1, [(":status", "200")], end_stream=True)
+write("host_field", chunk(0, c.data_to_send()) + chunk(1, s.data_to_send()))

@@ -2,8 +2,11 @@
 """An HTTP/2 client that does what curl will not: several streams on one connection, and the
 known attacks. Python's h2 (Debian's python3-h2) for the frames, TLS with ALPN h2.
 
-    h2_peer.py CA ADDR SNI streams AUTHORITY:PATH...   one stream each, all on one connection;
-                                                       prints "PATH AUTHORITY STATUS" per stream
+    h2_peer.py CA ADDR SNI streams AUTHORITY:PATH[:HOST]...
+                                                       one stream each, all on one connection,
+                                                       with a Host field where HOST is given (and
+                                                       no :authority where AUTHORITY is empty);
+                                                       prints "PATH AUTHORITY[@HOST] STATUS" each
     h2_peer.py CA ADDR SNI rapid_reset N               N streams opened and reset at once
     h2_peer.py CA ADDR SNI continuation N              one HEADERS, then N CONTINUATION frames
     h2_peer.py CA ADDR SNI settings_flood N            up to N SETTINGS frames (for 8 s at most),
@@ -11,6 +14,9 @@ known attacks. Python's h2 (Debian's python3-h2) for the frames, TLS with ALPN h
     h2_peer.py CA ADDR SNI hpack_bomb COPIES           one stream whose header block decodes
                                                        into COPIES x 3 KB (one entry of the
                                                        dynamic table, referred to COPIES times)
+    h2_peer.py CA ADDR SNI websocket PATH              an extended CONNECT (RFC 8441) once the
+                                                       server allows it; sends "ping", prints the
+                                                       status (and, on 200, what came back)
 Each attack prints how the connection ended ("goaway CODE", "closed", "open") and what
 came back. Bounded: every socket has a 10 s timeout."""
 import socket
@@ -22,6 +28,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
+import h2.settings
 import hpack
 
 ca, addr, sni, what = sys.argv[1:5]
@@ -34,14 +41,19 @@ def connect():
     raw = socket.create_connection((addr, 443), timeout=10)
     s = ctx.wrap_socket(raw, server_hostname=sni)
     assert s.selected_alpn_protocol() == "h2", s.selected_alpn_protocol()
-    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    # Unvalidated: the peer sends what a hostile client would (a Host beside :authority).
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(
+        client_side=True, header_encoding="utf-8", validate_outbound_headers=False))
     conn.initiate_connection()
     s.sendall(conn.data_to_send())
     return s, conn
 
 
-def request(path, authority):
-    return [(":method", "GET"), (":path", path), (":authority", authority), (":scheme", "https")]
+def request(path, authority, host=None):
+    head = [(":method", "GET"), (":path", path), (":scheme", "https")]
+    if authority:
+        head.append((":authority", authority))
+    return head + ([("host", host)] if host else [])
 
 
 def pump(s, conn, until):
@@ -85,9 +97,9 @@ if what == "streams":
     s, conn = connect()
     ids = {}
     for target in args:
-        authority, path = target.split(":", 1)
+        authority, path, *host = target.split(":", 2)
         sid = conn.get_next_available_stream_id()
-        conn.send_headers(sid, request(path, authority), end_stream=True)
+        conn.send_headers(sid, request(path, authority, *host), end_stream=True)
         ids[sid] = target
     s.sendall(conn.data_to_send())
     status, ended = {}, set()
@@ -102,8 +114,8 @@ if what == "streams":
     all_done.n = []
     pump(s, conn, all_done)
     for sid, target in ids.items():
-        authority, path = target.split(":", 1)
-        print(path, authority, status.get(sid, "reset"))
+        authority, path, *host = target.split(":", 2)
+        print(path, authority + "".join("@" + h for h in host), status.get(sid, "reset"))
 elif what == "rapid_reset":
     s, conn = connect()
     sent = 0
@@ -164,3 +176,35 @@ elif what == "hpack_bomb":
     seen = pump(s, conn, done)
     reset = any(isinstance(e, h2.events.StreamReset) for e in seen)
     print(f"wire {len(wire)} {'reset' if reset else status.get('s', ending(seen))}")
+elif what == "websocket":
+    s, conn = connect()
+    code = h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL
+    allowed = lambda seen: conn.remote_settings.get(code, 0) == 1 or "closed" in seen or "timeout" in seen
+    pump(s, conn, allowed)
+    if conn.remote_settings.get(code, 0) != 1:
+        print("not offered")
+        sys.exit(0)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, [(":method", "CONNECT"), (":protocol", "websocket"), (":path", args[0]),
+                            (":authority", sni), (":scheme", "https")])
+    s.sendall(conn.data_to_send())
+    got = {"n": 0}
+    def answered(seen):
+        fresh, got["n"] = seen[got["n"]:], len(seen)
+        for e in fresh:
+            if isinstance(e, h2.events.ResponseReceived):
+                got["status"] = dict(e.headers).get(":status")
+            if isinstance(e, h2.events.DataReceived):
+                got["data"] = got.get("data", b"") + e.data
+            if isinstance(e, (h2.events.StreamReset, h2.events.StreamEnded)):
+                return True
+        if got.get("status") and got["status"] != "200":
+            return True
+        if got.get("status") == "200" and "sent" not in got:
+            got["sent"] = True
+            conn.send_data(sid, b"ping")
+            s.sendall(conn.data_to_send())
+        return got.get("data", b"").endswith(b"ping") or "closed" in seen or "timeout" in seen
+    pump(s, conn, answered)
+    status = got.get("status", "reset")
+    print(f"{status} {got.get('data', b'').decode(errors='replace')}" if status == "200" else status)

@@ -21,8 +21,9 @@ with open(log_path, errors="replace") as f:
         except ValueError:
             bad_lines += 1
             continue
-        key = (d.get("event"), d.get("proto"), d.get("verdict"), d.get("reason"), d.get("rcode"),
-               ",".join(d.get("notes") or []))
+        # Notes that carry a number (an HTTP/2 stream id) are counted under their kind.
+        notes = [n.split(":", 1)[0] + ":N" if n.split(":", 1)[-1].isdigit() else n for n in d.get("notes") or []]
+        key = (d.get("event"), d.get("proto"), d.get("verdict"), d.get("reason"), d.get("rcode"), ",".join(notes))
         counts[key] += 1
         name = d.get("name") or ""
         if d.get("verdict") != "allow" and d.get("event") in ("dns", "connect") and \

@@ -35,8 +35,10 @@ INSP_CA[direct]=$WORK/pki/ca.pem INSP_CA[airlock-splice]=$WORK/pki/ca.pem
 INSP_CA[airlock-inspect]=$INSP_DIR/airlock-ca/ca.crt INSP_CA[squid-bump]=$INSP_DIR/squid-ca/ca.pem
 
 # inspect_material : both proxies' CAs, squid's certificate database, the two configs, the
-# client's name for the inspected host, and a SYN counter in front of the origin.
+# client's name for the inspected host, and a SYN counter in front of the origin; once per
+# run (inspect and inspect-h2 share it).
 inspect_material() {
+  [[ ${INSP_READY:-0} == 1 ]] && return 0
   mkdir -p "$INSP_DIR"
   "$AIRLOCK" ca init "$INSP_DIR/airlock-ca" >"$WORK/logs/airlock-ca-init.out" 2>&1 || { warn "airlock ca init failed"; return 1; }
   [[ -f ${INSP_CA[airlock-inspect]} ]] || { warn "airlock ca init made no $(basename "${INSP_CA[airlock-inspect]}")"; return 1; }
@@ -70,7 +72,7 @@ inspect_material() {
   grep -q " $INSP_HOST" "/etc/netns/$NS_C/hosts" || echo "$IP_S $INSP_HOST" >>"/etc/netns/$NS_C/hosts"
   # How many connections reach the origin's :443 per request (SYNs, the server's side):
   # a proxy that pooled upstream connections would do less work than one that does not.
-  inns "$NS_S" nft -f - <<EOF2
+  inns "$NS_S" nft -f - <<EOF2 || return 1
 table ip albinsp {
   counter syn443 { }
   chain in {
@@ -79,6 +81,7 @@ table ip albinsp {
   }
 }
 EOF2
+  INSP_READY=1
 }
 origin_syns() { inns "$NS_S" nft list counter ip albinsp syn443 2>/dev/null | awk '/packets/{print $2}'; }
 

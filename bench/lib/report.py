@@ -299,6 +299,9 @@ def report(d, for_readme=False):
     it = inspect_tables.from_dir(d)
     if it:
         out += ["#### TLS inspection (`-s inspect`)", ""] + it + [""]
+    ih = inspect_tables.from_dir_h2(d)
+    if ih:
+        out += ["#### HTTP/2 under inspection (`-s inspect-h2`)", ""] + ih + [""]
     st = startup_tables(data)
     if st:
         out += ["#### Start-up of `airlock run`", ""] + st + [""]

@@ -22,19 +22,31 @@ Modes:
           with this SNI) cut into --segments TCP segments --gap-ms apart, and wait for the
           server's first bytes. Prints attempts, answered, refused, failed, the rate, and
           p50/p99 milliseconds from connect to the first answer byte.
+  requests
+          for --duration seconds, -c workers each loop: connect, a full verified TLS handshake
+          (no resumption) offering only --alpn, one GET of --path in that protocol (HTTP/2 by
+          a minimal client of its own), the whole response read, close. The same client over
+          h2 and http/1.1 compares what each costs a TLS-inspecting proxy. Prints attempts,
+          ok (200, whole body), failed (every other attempt, including alpn_mismatch: the
+          server chose or insisted on another protocol, and bad_status: not 200), body bytes,
+          rps (ok per second) and p50/p90/p99 milliseconds from connect to the response's end.
+          Exits 0 only if ok > 0 and failed = 0.
 
 Options:
-  --connect IP:PORT   where to connect (the origin's address: interception is the gateway's job)
+  --connect IP:PORT   where to connect (the origin's address: interception is the gateway's job);
+                      --target is the same option
   --sni NAME          server name (SNI, Host, certificate check)
-  --ca FILE           idle: CA that signed the origin's certificate
-  --path PATH         idle: the request path (default /small.html)
+  --ca FILE           idle, requests: CA that signed the origin's certificate
+  --path PATH         idle, requests: the request path (default /small.html)
   -n N                idle: connections to open (default 1000)
-  -c N                connections in progress at once (default 64)
+  -c N                connections in progress at once (default 64); --concurrency is the same
   --hold S            idle: seconds to hold (default 60, at most 600)
-  --duration S        hello: seconds to run (default 3, at most 600)
+  --duration S        hello, requests: seconds to run (default 3, at most 600)
   --segments K        hello: segments per ClientHello (default 1)
   --gap-ms MS         hello: pause between segments (default 0)
   --ready-file FILE   idle: written (atomically) with the number of connections held
+  --alpn PROTO        requests: h2 or http/1.1, the one protocol offered and spoken
+Seconds (S) may end in "s": --duration 10 and --duration 10s are the same.
 )";
 
 template <typename T>
@@ -45,6 +57,7 @@ bool parse_number(std::string_view text, T& out) {
 }
 
 bool parse_seconds(std::string_view text, std::chrono::milliseconds& out) {
+  if (text.ends_with('s')) text.remove_suffix(1);
   double seconds = 0;
   if (!parse_number(text, seconds) || seconds < 0 || seconds > 600) return false;
   out = std::chrono::milliseconds(static_cast<long>(seconds * 1000));
@@ -80,7 +93,7 @@ std::optional<options> parse_options(int argc, char** argv) {
     }
     const std::string_view value = argv[++i];
     bool ok = true;
-    if (flag == "--connect") {
+    if (flag == "--connect" || flag == "--target") {
       ok = parse_endpoint(value, o.target);
       have_target = ok;
     } else if (flag == "--sni") {
@@ -91,7 +104,7 @@ std::optional<options> parse_options(int argc, char** argv) {
       o.path = value;
     } else if (flag == "-n") {
       ok = parse_number(value, o.connections) && o.connections <= 100'000;
-    } else if (flag == "-c") {
+    } else if (flag == "-c" || flag == "--concurrency") {
       ok = parse_number(value, o.concurrency) && o.concurrency >= 1 && o.concurrency <= 20'000;
     } else if (flag == "--hold") {
       ok = parse_seconds(value, o.hold);
@@ -105,6 +118,9 @@ std::optional<options> parse_options(int argc, char** argv) {
       o.gap = std::chrono::milliseconds(ms);
     } else if (flag == "--ready-file") {
       o.ready_file = value;
+    } else if (flag == "--alpn") {
+      o.alpn = value;
+      ok = o.alpn == "h2" || o.alpn == "http/1.1";
     } else {
       std::fprintf(stderr, "bench_loadgen: unknown option %s (see --help)\n", argv[i - 1]);
       return std::nullopt;
@@ -114,12 +130,15 @@ std::optional<options> parse_options(int argc, char** argv) {
       return std::nullopt;
     }
   }
-  if (o.mode != "idle" && o.mode != "hello") {
-    std::fprintf(stderr, "bench_loadgen: unknown mode %s (idle or hello)\n", o.mode.c_str());
+  if (o.mode != "idle" && o.mode != "hello" && o.mode != "requests") {
+    std::fprintf(stderr, "bench_loadgen: unknown mode %s (idle, hello or requests)\n", o.mode.c_str());
     return std::nullopt;
   }
-  if (!have_target || o.sni.empty() || (o.mode == "idle" && o.ca_file.empty())) {
-    std::fputs("bench_loadgen: --connect and --sni are required (and --ca for idle)\n", stderr);
+  if (!have_target || o.sni.empty() || (o.mode != "hello" && o.ca_file.empty()) ||
+      (o.mode == "requests" && o.alpn.empty())) {
+    std::fputs(
+        "bench_loadgen: --connect and --sni are required (and --ca for idle and requests, --alpn for requests)\n",
+        stderr);
     return std::nullopt;
   }
   return o;

@@ -50,8 +50,8 @@ h2_new() {
   local t tm=$WORK/tmp/lg.time
   t=$(h2_target "$1")
   W_OUT=$(bounded $(($2 + 30)) ip netns exec "$NS_C" /usr/bin/time -f '%U %S' -o "$tm" \
-    "$LOADGEN" requests --target "$IP_S:443" --sni "${INSP_URLHOST[$t]}" --ca "${INSP_CA[$t]}" \
-    --path /small.html --concurrency "$INSP_C" --duration "${2}s" --alpn "$(h2_alpn "$1")" 2>&1)
+    "$LOADGEN" requests --connect "$IP_S:443" --sni "${INSP_URLHOST[$t]}" --ca "${INSP_CA[$t]}" \
+    --path /small.html -c "$INSP_C" --duration "$2" --alpn "$(h2_alpn "$1")" 2>&1)
   W_N=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$W_OUT")
   W_RPS=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' <<<"$W_OUT")
   W_ERR=$(sed -n 's/.* failed=\([0-9]*\).*/\1/p' <<<"$W_OUT")
@@ -81,14 +81,14 @@ h2_keep() {
 h2_check() {
   local v=$1 t out
   t=$(h2_target "$v")
-  out=$(bounded 20 ip netns exec "$NS_C" "$LOADGEN" requests --target "$IP_S:443" --sni "${INSP_URLHOST[$t]}" \
-    --ca "${INSP_CA[$t]}" --path /small.html --concurrency 1 --duration 1s --alpn "$(h2_alpn "$v")" 2>&1)
+  out=$(bounded 20 ip netns exec "$NS_C" "$LOADGEN" requests --connect "$IP_S:443" --sni "${INSP_URLHOST[$t]}" \
+    --ca "${INSP_CA[$t]}" --path /small.html -c 1 --duration 1 --alpn "$(h2_alpn "$v")" 2>&1)
   log "inspect-h2 check $v: $out"
   echo "inspect-h2 check $v: $out" >>"$RESULTS/meta.txt"
   emit inspect-h2-new "$v" allowed_ok 0 "$([[ $out == *" failed=0 "* && $out != *" ok=0 "* ]] && echo 1 || echo 0)" bool
   if [[ $t == squid-bump ]]; then
-    out=$(bounded 20 ip netns exec "$NS_C" "$LOADGEN" requests --target "$IP_S:443" --sni "${INSP_URLHOST[$t]}" \
-      --ca "${INSP_CA[$t]}" --path /small.html --concurrency 1 --duration 1s --alpn h2 2>&1)
+    out=$(bounded 20 ip netns exec "$NS_C" "$LOADGEN" requests --connect "$IP_S:443" --sni "${INSP_URLHOST[$t]}" \
+      --ca "${INSP_CA[$t]}" --path /small.html -c 1 --duration 1 --alpn h2 2>&1)
     echo "inspect-h2 check $v offered only h2: $out" >>"$RESULTS/meta.txt"
     emit inspect-h2-new "$v" h2_refused 0 "$([[ $out == *" ok=0 "* ]] && echo 1 || echo 0)" bool
   fi

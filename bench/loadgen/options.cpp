@@ -33,20 +33,18 @@ Modes:
           Exits 0 only if ok > 0 and failed = 0.
 
 Options:
-  --connect IP:PORT   where to connect (the origin's address: interception is the gateway's job);
-                      --target is the same option
+  --connect IP:PORT   where to connect (the origin's address: interception is the gateway's job)
   --sni NAME          server name (SNI, Host, certificate check)
   --ca FILE           idle, requests: CA that signed the origin's certificate
   --path PATH         idle, requests: the request path (default /small.html)
   -n N                idle: connections to open (default 1000)
-  -c N                connections in progress at once (default 64); --concurrency is the same
+  -c N                connections in progress at once (default 64)
   --hold S            idle: seconds to hold (default 60, at most 600)
   --duration S        hello, requests: seconds to run (default 3, at most 600)
   --segments K        hello: segments per ClientHello (default 1)
   --gap-ms MS         hello: pause between segments (default 0)
   --ready-file FILE   idle: written (atomically) with the number of connections held
   --alpn PROTO        requests: h2 or http/1.1, the one protocol offered and spoken
-Seconds (S) may end in "s": --duration 10 and --duration 10s are the same.
 )";
 
 template <typename T>
@@ -57,7 +55,6 @@ bool parse_number(std::string_view text, T& out) {
 }
 
 bool parse_seconds(std::string_view text, std::chrono::milliseconds& out) {
-  if (text.ends_with('s')) text.remove_suffix(1);
   double seconds = 0;
   if (!parse_number(text, seconds) || seconds < 0 || seconds > 600) return false;
   out = std::chrono::milliseconds(static_cast<long>(seconds * 1000));
@@ -93,7 +90,7 @@ std::optional<options> parse_options(int argc, char** argv) {
     }
     const std::string_view value = argv[++i];
     bool ok = true;
-    if (flag == "--connect" || flag == "--target") {
+    if (flag == "--connect") {
       ok = parse_endpoint(value, o.target);
       have_target = ok;
     } else if (flag == "--sni") {
@@ -104,7 +101,7 @@ std::optional<options> parse_options(int argc, char** argv) {
       o.path = value;
     } else if (flag == "-n") {
       ok = parse_number(value, o.connections) && o.connections <= 100'000;
-    } else if (flag == "-c" || flag == "--concurrency") {
+    } else if (flag == "-c") {
       ok = parse_number(value, o.concurrency) && o.concurrency >= 1 && o.concurrency <= 20'000;
     } else if (flag == "--hold") {
       ok = parse_seconds(value, o.hold);

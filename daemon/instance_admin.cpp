@@ -13,7 +13,7 @@
 namespace airlock::daemon {
 
 metrics_sample instance::parts::sample() const {
-  metrics_sample out{active_connections.load(), sessions->list().size(), log->queue_depth(), log->dropped_total()};
+  metrics_sample out{proxy_ctx->limits.open(), sessions->list().size(), log->queue_depth(), log->dropped_total()};
   out.overload_level = static_cast<int>(overload.level());
   out.memory_pressure = overload.pressure();
   out.accept_pauses = accept_pauses.load();

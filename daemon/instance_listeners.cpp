@@ -37,17 +37,6 @@ startup_error cannot_listen(std::string message) { return startup_error{1, std::
 
 using connection_handler = asio::awaitable<void> (*)(tcp::socket, tcp::endpoint, proxy::proxy_context&);
 
-// Counts the connection while it lives, so shutdown can wait for the open ones.
-asio::awaitable<void> serve_connection(parts_t& r, tcp::socket socket, tcp::endpoint peer, proxy::proxy_context& ctx,
-                                       connection_handler handle) {
-  struct count {
-    parts_t& r;
-    explicit count(parts_t& rr) : r(rr) { ++r.active_connections; }
-    ~count() { --r.active_connections; }
-  } guard(r);
-  co_await handle(std::move(socket), peer, ctx);
-}
-
 // At most one line per 10 s however many connections are reset, with what to do about it.
 void warn_out_of_descriptors() {
   static std::atomic<std::int64_t> last_warned{0};
@@ -139,9 +128,9 @@ asio::awaitable<void> accept_loop(parts_t& r, tcp::acceptor& acceptor, proxy::pr
       co_await pause.async_wait(base::nothrow);
       continue;
     }
-    base::spawn_session(
-        acceptor.get_executor(), serve_connection(r, std::move(socket), peer, ctx, handle),
-        [](const char* what) { std::fprintf(stderr, "airlock: connection: internal error: %s\n", what); });
+    base::spawn_session(acceptor.get_executor(), handle(std::move(socket), peer, ctx), [](const char* what) {
+      std::fprintf(stderr, "airlock: connection: internal error: %s\n", what);
+    });
   }
 }
 

@@ -138,8 +138,7 @@ struct instance::parts {
   std::list<boost::asio::ip::tcp::acceptor> proxy_acceptors;  // REDIRECT
   std::list<boost::asio::ip::tcp::acceptor> tproxy_acceptors;
   std::vector<policy::endpoint_config> proxy_bound, tproxy_bound, explicit_bound, dns_bound, admin_bound;
-  std::optional<host_address_watch> host_watch;     // airlock's own addresses, as they change
-  std::atomic<std::size_t> active_connections = 0;  // on every loop
+  std::optional<host_address_watch> host_watch;  // airlock's own addresses, as they change
   // Listeners that stopped accepting at a daemon-wide cap (instance_listeners.cpp): how
   // often, and for how long in all.
   std::atomic<std::uint64_t> accept_pauses = 0;

@@ -20,9 +20,9 @@ namespace asio = boost::asio;
 
 asio::awaitable<void> drain_then_stop(parts_t& r) {
   // Listeners are closed; give open connections a moment to finish, then stop. Those
-  // still open are cut, and each still logs its line as its coroutine is destroyed.
+  // still open are cut, and each still logs its line as its relay (or coroutine) is destroyed.
   asio::steady_timer tick(r.io);
-  for (int i = 0; i < 50 && r.active_connections.load() > 0; ++i) {
+  for (int i = 0; i < 50 && r.proxy_ctx->limits.open() > 0; ++i) {
     tick.expires_after(std::chrono::milliseconds(100));
     co_await tick.async_wait(base::nothrow);
   }
@@ -92,7 +92,8 @@ void instance::handle_signals() {
             r.io.stop();  // a second signal: stop now
             co_return;
           }
-          std::fprintf(stderr, "airlock: shutting down (%zu open connections)\n", r.active_connections.load());
+          std::fprintf(stderr, "airlock: shutting down (%zu open connections)\n",
+                       static_cast<std::size_t>(r.proxy_ctx->limits.open()));
           begin_shutdown(r);
         }
       }(*parts_),

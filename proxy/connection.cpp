@@ -182,11 +182,11 @@ asio::awaitable<bool> judge_and_connect(tcp::socket& client, const tcp::endpoint
 
 }  // namespace
 
-// A connection's life: judged and connected by judge_and_connect, then relayed here. The
-// split is for memory: GCC keeps every local of a coroutine in its frame until the
-// coroutine ends, and judging needs the sniffed bytes, the policy snapshot, the decision,
-// the resolution and the full record (a 2.4 KiB frame); an idle relayed connection keeps
-// only this frame (the sockets, the ticket, the packed line) and the relay's own state.
+// A connection's life: judged and connected by judge_and_connect, then relayed. The split
+// is for memory: GCC keeps every local of a coroutine in its frame until the coroutine
+// ends, and judging needs the sniffed bytes, the policy snapshot, the decision, the
+// resolution and the full record (a 2.4 KiB frame); an idle relayed connection keeps only
+// the relay, which owns the sockets, the ticket and the packed line (proxy/owned_relay.hpp).
 asio::awaitable<void> handle_connection(tcp::socket client, tcp::endpoint peer, proxy_context& ctx) {
   // 8. Relayed in steps::judge_then_relay (shared with the explicit listener).
   return steps::judge_then_relay(std::move(client), peer, ctx, &judge_and_connect<interception::redirect>);

@@ -1,6 +1,7 @@
 #include "proxy/limits.hpp"
 
 #include <limits>
+#include <utility>
 
 namespace airlock::proxy {
 
@@ -18,7 +19,16 @@ limiter::ticket::ticket(std::shared_ptr<state> s, session_index& index) : owner_
   else if (pending > owner_->limits.pending_handshakes) refused_ = "pending_handshakes";
 }
 
+limiter::ticket::ticket(ticket&& other) noexcept
+    : owner_(std::move(other.owner_)),
+      index_(other.index_),
+      session_(std::exchange(other.session_, nullptr)),
+      pending_(other.pending_),
+      refused_(other.refused_),
+      spent_(other.spent_) {}
+
 limiter::ticket::~ticket() {
+  if (!owner_) return;  // moved from
   if (pending_) owner_->pending.fetch_sub(1, relaxed);
   owner_->open.fetch_sub(1, relaxed);
   if (session_) {

@@ -52,6 +52,9 @@ class limiter {
     ~ticket() override;
     ticket(const ticket&) = delete;
     ticket& operator=(const ticket&) = delete;
+    // Into the relay that owns the connection once it is judged; the moved-from counts nothing.
+    ticket(ticket&& other) noexcept;
+    ticket& operator=(ticket&&) = delete;
 
     // The daemon-wide cap this connection is over ("connections", "pending_handshakes"),
     // or empty: then admit() decides for its session.

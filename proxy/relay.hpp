@@ -22,7 +22,10 @@
 // a node in its event loop's idle watchdog (one timer per loop):
 // relay() is a single asynchronous operation driven by completion handlers, not a
 // coroutine per direction joined with && and || (that shape weighed several KiB per
-// connection; see proxy/README.md, "Memory per idle connection").
+// connection; see proxy/README.md, "Memory per idle connection"). The daemon's connections
+// do not await it: proxy/owned_relay.hpp's relay_owned moves the sockets into the same
+// relay, so that no coroutine frame is kept while a connection idles. relay() is for a
+// caller that keeps its sockets and its coroutine (the relay's own tests).
 #include "base/cut_switch.hpp"
 #include "proxy/request_gate.hpp"
 

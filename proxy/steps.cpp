@@ -1,9 +1,14 @@
 #include "proxy/steps.hpp"
 
+#include "base/spawn.hpp"
+#include "proxy/owned_relay.hpp"
 #include "proxy/plain_requests.hpp"
-#include "proxy/relay.hpp"
 
 #include <cerrno>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <utility>
 
 #include <sys/socket.h>
 
@@ -62,20 +67,54 @@ record::close_facts relay_outcome(const relay_totals& totals, std::uint64_t sent
 }
 
 relay_plan::relay_plan() = default;
+relay_plan::relay_plan(relay_plan&&) noexcept = default;
 relay_plan::~relay_plan() = default;
 
-asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, proxy_context& ctx, judge_fn judge) {
-  auto ticket = ctx.limits.accept();
-  record::decision_line line(ctx.log);  // the judge hands it the connection's close line
-  tcp::socket upstream(client.get_executor());
+namespace {
+
+// After the gate refused a request and the upstream answered what went before: the client
+// hears the refusal. The ticket goes along: the connection counts as open until then.
+asio::awaitable<void> answer_refused(tcp::socket client, std::unique_ptr<plain_requests> requests,
+                                     limiter::ticket /*open until answered*/) {
+  co_await requests->answer(client);
+}
+
+// What a judged connection keeps while relayed (proxy/owned_relay.hpp's Tail).
+struct relayed_connection {
+  tcp::socket client;
+  tcp::socket upstream;
+  limiter::ticket ticket;
+  record::decision_line line;
   relay_plan plan;
-  if (!co_await judge(client, peer, upstream, ctx, ticket, line, plan)) co_return;
-  auto* gate = plan.requests ? &plan.requests->gate() : nullptr;
-  const auto totals = co_await relay(client, upstream, idle_limit(ctx), &ticket, gate, plan.cut.get());
-  // The close line leaves before a refused request's answer is written: a shutdown that cuts
-  // that write then cannot take the line's byte counts with it.
-  line.close(relay_outcome(totals, plan.sent_up, ticket, gate));
-  if (gate && gate->refused() != 0) co_await plan.requests->answer(client);
+
+  relay_meter* meter() noexcept { return &ticket; }
+  request_gate* gate() noexcept { return plan.requests ? &plan.requests->gate() : nullptr; }
+  base::cut_switch* cut() noexcept { return plan.cut.get(); }
+
+  void relayed(const relay_totals& totals) noexcept {
+    // The close line leaves before a refused request's answer is written: a shutdown that
+    // cuts that write then cannot take the line's byte counts with it.
+    line.close(relay_outcome(totals, plan.sent_up, ticket, gate()));
+    if (const auto* g = gate(); g == nullptr || g->refused() == 0) return;
+    auto report = [](const char* what) { std::fprintf(stderr, "airlock: connection: internal error: %s\n", what); };
+    try {  // called as the relay's last wait lets go of it: nothing may escape
+      auto executor = client.get_executor();
+      base::spawn_session(executor, answer_refused(std::move(client), std::move(plan.requests), std::move(ticket)),
+                          report);
+    } catch (const std::exception& e) {
+      report(e.what());  // the client is closed unanswered; its line has left already
+    }
+  }
+};
+
+}  // namespace
+
+asio::awaitable<void> judge_then_relay(tcp::socket client, tcp::endpoint peer, proxy_context& ctx, judge_fn judge) {
+  tcp::socket upstream(client.get_executor());
+  // The judge hands `line` the connection's close line.
+  relayed_connection c{std::move(client), std::move(upstream), ctx.limits.accept(), record::decision_line(ctx.log), {}};
+  if (!co_await judge(c.client, peer, c.upstream, ctx, c.ticket, c.line, c.plan)) co_return;
+  relay_owned(std::move(c), idle_limit(ctx));
 }
 
 }  // namespace airlock::proxy::steps

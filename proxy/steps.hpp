@@ -53,6 +53,7 @@ record::close_facts relay_outcome(const relay_totals& totals, std::uint64_t sent
 // the cut switch of the grant that let it through (judgement::cut).
 struct relay_plan {
   relay_plan();
+  relay_plan(relay_plan&&) noexcept;
   ~relay_plan();
   std::uint64_t sent_up = 0;
   std::unique_ptr<plain_requests> requests;
@@ -60,9 +61,10 @@ struct relay_plan {
 };
 
 // A connection's life after its accept, for both listeners: `judge` reads, decides and
-// connects (and answers a refusal itself), then the two sockets are relayed here until
-// both are done, the connection idles out or a budget cuts it. The handlers return this
-// awaitable rather than awaiting it, so an idle connection holds one frame, not two.
+// connects (and answers a refusal itself), then the two sockets, the ticket, the line and
+// the plan move into the relay (proxy/owned_relay.hpp), which relays until both ways are
+// done, the connection idles out or a budget cuts it, and writes the close line. The
+// coroutine ends when the relay starts, so an idle connection keeps no coroutine frame.
 using judge_fn = boost::asio::awaitable<bool> (*)(boost::asio::ip::tcp::socket& client,
                                                   const boost::asio::ip::tcp::endpoint& peer,
                                                   boost::asio::ip::tcp::socket& upstream, proxy_context& ctx,

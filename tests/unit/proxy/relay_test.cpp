@@ -3,9 +3,11 @@
 // read its socket empty), a meter that cuts, and a loop torn down mid-relay. The relay's
 // sockets are opened as the data path opens them (registered with the loop by airlock,
 // proxy/own_socket.hpp); the tests that turn on what the loop reported also run on sockets
-// Asio registered.
+// Asio registered. The relay that owns its connection (proxy/owned_relay.hpp) is the same
+// relay: its own tests check what owning adds.
 #include "base/deadline.hpp"
 #include "proxy/own_socket.hpp"
+#include "proxy/owned_relay.hpp"
 #include "proxy/relay.hpp"
 #include "unit/spawn.hpp"
 
@@ -22,6 +24,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <sys/socket.h>
 
@@ -680,4 +683,73 @@ TEST_CASE("relay: with a gate, a large body goes up whole, and after a refused r
   w.relay_client.close();
   w.io.run_for(5s);
   CHECK(at_client == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n" + refusal);
+}
+
+namespace {
+
+// A tail for relay_owned: the two sockets, and where it says how it ended.
+struct test_tail {
+  tcp::socket client;
+  tcp::socket upstream;
+  std::optional<relay_totals>* ended;
+  bool* destroyed;
+  test_tail(tcp::socket c, tcp::socket u, std::optional<relay_totals>& e, bool& d)
+      : client(std::move(c)), upstream(std::move(u)), ended(&e), destroyed(&d) {}
+  test_tail(test_tail&& o) noexcept
+      : client(std::move(o.client)),
+        upstream(std::move(o.upstream)),
+        ended(o.ended),
+        destroyed(std::exchange(o.destroyed, nullptr)) {}
+  ~test_tail() {
+    if (destroyed) *destroyed = true;
+  }
+  relay_meter* meter() noexcept { return nullptr; }
+  airlock::proxy::request_gate* gate() noexcept { return nullptr; }
+  airlock::base::cut_switch* cut() noexcept { return nullptr; }
+  void relayed(const relay_totals& t) noexcept { *ended = t; }
+};
+
+}  // namespace
+
+TEST_CASE("relay_owned: the relay owns the sockets, says how it ended once, and lets go of them") {
+  wiring w;
+  std::optional<relay_totals> ended;
+  bool destroyed = false;
+  airlock::proxy::relay_owned(test_tail(std::move(w.relay_client), std::move(w.relay_upstream), ended, destroyed), 5s);
+  CHECK_FALSE(destroyed);  // the moved-from tail said nothing: only the relay's own copy counts
+  std::string at_client, at_upstream;
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    const std::string hello = "hello";
+    co_await asio::async_write(ws.client, asio::buffer(hello), nothrow);
+    ws.client.shutdown(tcp::socket::shutdown_send);
+    got = co_await read_all(ws.client);
+  }(w, at_client));
+  spawn(w.io, [](wiring& ws, std::string& got) -> asio::awaitable<void> {
+    got = co_await read_all(ws.upstream);
+    const std::string answer = "answer!";
+    co_await asio::async_write(ws.upstream, asio::buffer(answer), nothrow);
+    ws.upstream.shutdown(tcp::socket::shutdown_send);
+  }(w, at_upstream));
+  w.io.run_for(10s);
+  REQUIRE(ended.has_value());
+  CHECK(ended->up == 5);
+  CHECK(ended->down == 7);
+  CHECK(ended->reset == reset_by::none);
+  CHECK(at_upstream == "hello");
+  CHECK(at_client == "answer!");
+  CHECK(destroyed);  // freed once over, with nothing left pending
+}
+
+TEST_CASE("relay_owned: a loop torn down mid-relay destroys the tail without saying it ended") {
+  std::optional<relay_totals> ended;
+  bool destroyed = false;
+  {
+    wiring w;
+    airlock::proxy::relay_owned(test_tail(std::move(w.relay_client), std::move(w.relay_upstream), ended, destroyed),
+                                60s);
+    w.io.run_for(100ms);
+    CHECK_FALSE(destroyed);
+  }  // the io_context goes with the relay's pending waits (LeakSanitizer checks nothing is left)
+  CHECK(destroyed);
+  CHECK_FALSE(ended.has_value());
 }
